@@ -1,0 +1,91 @@
+// The one way application code reaches Postgres. A Database holds a postgres.js pool but never hands
+// it out: every unit of work runs in a transaction that first switches to a non-owner role with
+// `set_config('role', …, true)` (= SET LOCAL ROLE) and, for user data, pins `app.user_id` for the
+// row-level-security policies (db/sql/0200_rls.sql). Transaction-local settings also keep this correct
+// behind Hyperdrive's transaction pooling: nothing leaks to the next borrower of the connection.
+import { sql as sqlTag } from "drizzle-orm";
+import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
+import postgres from "postgres";
+import * as schema from "./schema";
+
+export type Schema = typeof schema;
+type Drizzle = PostgresJsDatabase<Schema>;
+/** A drizzle transaction already scoped to one role (and, for user work, one user). */
+export type Tx = Parameters<Parameters<Drizzle["transaction"]>[0]>[0];
+
+type AppRole = "soma_app" | "soma_auth" | "soma_system";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export class InvalidUserIdError extends Error {
+  constructor() {
+    super("user id must be a UUID");
+    this.name = "InvalidUserIdError";
+  }
+}
+
+export interface DatabaseOptions {
+  /** Pool size. Hyperdrive pools for us in production, so a handful per isolate is enough. */
+  max?: number;
+  /** Seconds to wait for a TCP connection before failing. */
+  connectTimeoutSeconds?: number;
+}
+
+export class Database {
+  readonly #client: postgres.Sql;
+  readonly #db: Drizzle;
+
+  constructor(connectionString: string, options: DatabaseOptions = {}) {
+    this.#client = postgres(connectionString, {
+      max: options.max ?? 5,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      // One round trip fewer per new connection; drizzle parses array columns itself.
+      fetch_types: false,
+      onnotice: () => {},
+    });
+    this.#db = drizzle(this.#client, { schema });
+  }
+
+  /** Runs `work` as `userId`: row-level security shows and accepts only that user's rows. */
+  withUser<T>(userId: string, work: (tx: Tx) => Promise<T>): Promise<T> {
+    if (!UUID.test(userId)) return Promise.reject(new InvalidUserIdError());
+    return this.#transaction("soma_app", userId, work);
+  }
+
+  /** Runs `work` with the sign-in role: the auth schema only, no user data. */
+  withAuth<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.#transaction("soma_auth", null, work);
+  }
+
+  /** Runs `work` with the narrow role for cross-user listings of background jobs (granted columns only). */
+  withSystem<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.#transaction("soma_system", null, work);
+  }
+
+  /** One round trip to the server; false when it fails or takes longer than `timeoutMs`. */
+  async ping(timeoutMs: number): Promise<boolean> {
+    const query = this.#client`select 1 as ok`.then(
+      (rows) => rows[0]?.ok === 1,
+      () => false,
+    );
+    const timeout = new Promise<false>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      void query.finally(() => clearTimeout(timer));
+    });
+    return Promise.race([query, timeout]);
+  }
+
+  /** Closes the pool (Node scripts and tests; a Worker lets the request context close its sockets). */
+  close(): Promise<void> {
+    return this.#client.end({ timeout: 1 });
+  }
+
+  #transaction<T>(role: AppRole, userId: string | null, work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.#db.transaction(async (tx) => {
+      await tx.execute(
+        sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true)`,
+      );
+      return work(tx);
+    });
+  }
+}

@@ -1,0 +1,105 @@
+// Sign-in records: people, browser sessions and one-time login links. Runs as soma_auth, which sees
+// the auth schema and nothing of the user data. Tokens are random; only their SHA-256 is stored.
+import { and, eq, gt, isNull } from "drizzle-orm";
+import type { Database, Tx } from "../database";
+import { authLoginTokens, authSessions, authUsers } from "../schema";
+
+export interface Person {
+  id: string;
+  displayName: string;
+}
+
+export interface NewPerson {
+  displayName: string;
+  email?: string;
+  telegramUserId?: number;
+  telegramChatId?: number;
+  timezone?: string;
+}
+
+/** Creates a person; the auth mirror trigger creates their public.users row in the same transaction. */
+export function createPerson(db: Database, person: NewPerson): Promise<Person> {
+  return db.withAuth(async (tx) => {
+    const [row] = await tx
+      .insert(authUsers)
+      .values(person)
+      .returning({ id: authUsers.id, displayName: authUsers.displayName });
+    if (!row) throw new Error("insert into auth.users returned no row");
+    return row;
+  });
+}
+
+/** Starts a browser session for `userId`; returns the raw token for the cookie (stored hashed). */
+export function createSession(db: Database, userId: string, ttlSeconds: number, userAgent?: string): Promise<string> {
+  return db.withAuth(async (tx) => {
+    const token = randomToken();
+    await tx.insert(authSessions).values({
+      tokenHash: await hashToken(token),
+      userId,
+      expiresAt: new Date(Date.now() + ttlSeconds * 1000),
+      userAgent: userAgent?.slice(0, 255),
+    });
+    return token;
+  });
+}
+
+/** The person a session token belongs to, or null when the token is unknown or expired. */
+export async function findSessionPerson(db: Database, token: string): Promise<Person | null> {
+  const tokenHash = await hashToken(token);
+  return db.withAuth(async (tx) => {
+    const [row] = await tx
+      .select({ id: authUsers.id, displayName: authUsers.displayName })
+      .from(authSessions)
+      .innerJoin(authUsers, eq(authUsers.id, authSessions.userId))
+      .where(and(eq(authSessions.tokenHash, tokenHash), gt(authSessions.expiresAt, new Date())))
+      .limit(1);
+    return row ?? null;
+  });
+}
+
+export async function deleteSession(db: Database, token: string): Promise<void> {
+  const tokenHash = await hashToken(token);
+  await db.withAuth((tx) => tx.delete(authSessions).where(eq(authSessions.tokenHash, tokenHash)));
+}
+
+/** Issues a single-use login link token for `userId`, valid for `ttlSeconds`. */
+export function createLoginToken(db: Database, userId: string, ttlSeconds: number): Promise<string> {
+  return db.withAuth(async (tx) => {
+    const token = randomToken();
+    await tx.insert(authLoginTokens).values({
+      tokenHash: await hashToken(token),
+      userId,
+      expiresAt: new Date(Date.now() + ttlSeconds * 1000),
+    });
+    return token;
+  });
+}
+
+/** Spends a login token: returns its user once, null if unknown, expired or already used. */
+export async function redeemLoginToken(db: Database, token: string): Promise<string | null> {
+  const tokenHash = await hashToken(token);
+  return db.withAuth(async (tx: Tx) => {
+    const [row] = await tx
+      .update(authLoginTokens)
+      .set({ usedAt: new Date() })
+      .where(
+        and(
+          eq(authLoginTokens.tokenHash, tokenHash),
+          isNull(authLoginTokens.usedAt),
+          gt(authLoginTokens.expiresAt, new Date()),
+        ),
+      )
+      .returning({ userId: authLoginTokens.userId });
+    return row?.userId ?? null;
+  });
+}
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+}
+
+async function hashToken(token: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

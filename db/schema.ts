@@ -1,0 +1,236 @@
+// The database schema: exactly seven tables in `public` (user data, all under row-level security) and
+// the sign-in tables in `auth`. Policies, roles and triggers live in db/sql/ because drizzle-kit does
+// not express them all; `npm run db:setup` applies both in the spec's fixed order.
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  customType,
+  index,
+  jsonb,
+  pgSchema,
+  pgTable,
+  real,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+  vector,
+} from "drizzle-orm/pg-core";
+
+/** Embedding width of `@cf/baai/bge-m3`, and of the local embedder that stands in for it. */
+export const EMBEDDING_DIMENSIONS = 1024;
+
+const tsvector = customType<{ data: string }>({ dataType: () => "tsvector" });
+
+const id = () => uuid("id").primaryKey().default(sql`uuid_generate_v4()`);
+const createdAt = () => timestamp("created_at", { withTimezone: true }).notNull().defaultNow();
+const updatedAt = () => timestamp("updated_at", { withTimezone: true }).notNull().defaultNow();
+const userId = () =>
+  uuid("user_id")
+    .notNull()
+    .references(() => users.id, { onDelete: "cascade" });
+const embedding = () => vector("embedding", { dimensions: EMBEDDING_DIMENSIONS });
+
+// ---------------------------------------------------------------------------------------------
+// auth: sign-in identities and sessions. Only the narrow `soma_auth` role touches these.
+// ---------------------------------------------------------------------------------------------
+export const auth = pgSchema("auth");
+
+export const authUsers = auth.table("users", {
+  id: id(),
+  displayName: text("display_name").notNull().default(""),
+  email: text("email").unique(),
+  googleSub: text("google_sub").unique(),
+  telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
+  telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
+  timezone: text("timezone").notNull().default("UTC"),
+  createdAt: createdAt(),
+});
+
+export const authSessions = auth.table(
+  "sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    userId: uuid("user_id")
+      .notNull()
+      .references(() => authUsers.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+    expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+    userAgent: text("user_agent"),
+  },
+  (t) => [index("sessions_user_idx").on(t.userId)],
+);
+
+export const authLoginTokens = auth.table("login_tokens", {
+  tokenHash: text("token_hash").primaryKey(),
+  userId: uuid("user_id")
+    .notNull()
+    .references(() => authUsers.id, { onDelete: "cascade" }),
+  purpose: text("purpose").notNull().default("login"),
+  createdAt: createdAt(),
+  expiresAt: timestamp("expires_at", { withTimezone: true }).notNull(),
+  usedAt: timestamp("used_at", { withTimezone: true }),
+});
+
+// ---------------------------------------------------------------------------------------------
+// public: the seven tables of user data.
+// ---------------------------------------------------------------------------------------------
+
+/** One row per person, mirrored from auth.users by a trigger (db/sql/0300_triggers.sql). */
+export const users = pgTable("users", {
+  id: uuid("id")
+    .primaryKey()
+    .references(() => authUsers.id, { onDelete: "cascade" }),
+  displayName: text("display_name").notNull().default(""),
+  timezone: text("timezone").notNull().default("UTC"),
+  telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
+  telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
+  createdAt: createdAt(),
+  updatedAt: updatedAt(),
+});
+
+/** Where a memory came from: a message, an email, … Unique per (user, kind, external id): ingestion is idempotent. */
+export const sources = pgTable(
+  "sources",
+  {
+    id: id(),
+    userId: userId(),
+    kind: text("kind").notNull(),
+    externalId: text("external_id").notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull().default({}),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("sources_user_kind_external_uq").on(t.userId, t.kind, t.externalId)],
+);
+
+/** OAuth tokens per (user, provider), encrypted with TOKEN_ENCRYPTION_KEY before they reach this table. */
+export const oauthConnections = pgTable(
+  "oauth_connections",
+  {
+    id: id(),
+    userId: userId(),
+    provider: text("provider").notNull(),
+    accountEmail: text("account_email"),
+    scope: text("scope"),
+    accessTokenEnc: text("access_token_enc"),
+    refreshTokenEnc: text("refresh_token_enc"),
+    accessTokenExpiresAt: timestamp("access_token_expires_at", { withTimezone: true }),
+    gmailHistoryId: text("gmail_history_id"),
+    watchExpiresAt: timestamp("watch_expires_at", { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("oauth_connections_user_provider_uq").on(t.userId, t.provider),
+    index("oauth_connections_account_email_idx").on(t.accountEmail),
+  ],
+);
+
+/** The things a person cares about. One row per (user, type, normalized name). */
+export const entities = pgTable(
+  "entities",
+  {
+    id: id(),
+    userId: userId(),
+    type: text("type").notNull(),
+    name: text("name").notNull(),
+    normalizedName: text("normalized_name").notNull(),
+    properties: jsonb("properties").$type<Record<string, unknown>>().notNull().default({}),
+    embedding: embedding(),
+    search: tsvector("search").generatedAlwaysAs(
+      sql`to_tsvector('simple'::regconfig, name || ' ' || type)`,
+    ),
+    status: text("status", { enum: ["active", "archived"] })
+      .notNull()
+      .default("active"),
+    sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    uniqueIndex("entities_user_type_name_uq").on(t.userId, t.type, t.normalizedName),
+    index("entities_user_type_idx").on(t.userId, t.type),
+    index("entities_user_status_idx").on(t.userId, t.status),
+    index("entities_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
+    index("entities_name_trgm").using("gin", t.normalizedName.op("gin_trgm_ops")),
+    index("entities_search_gin").using("gin", t.search),
+  ],
+);
+
+/** Typed relations between entities. Closed by setting valid_to, never deleted. */
+export const edges = pgTable(
+  "edges",
+  {
+    id: id(),
+    userId: userId(),
+    fromId: uuid("from_id")
+      .notNull()
+      .references(() => entities.id, { onDelete: "cascade" }),
+    toId: uuid("to_id")
+      .notNull()
+      .references(() => entities.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    properties: jsonb("properties").$type<Record<string, unknown>>().notNull().default({}),
+    validFrom: timestamp("valid_from", { withTimezone: true }).notNull().defaultNow(),
+    validTo: timestamp("valid_to", { withTimezone: true }),
+    sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("edges_user_from_idx").on(t.userId, t.fromId),
+    index("edges_user_to_idx").on(t.userId, t.toId),
+  ],
+);
+
+/** Time-stamped occurrences: an email received, a reminder due, … */
+export const events = pgTable(
+  "events",
+  {
+    id: id(),
+    userId: userId(),
+    kind: text("kind").notNull(),
+    occurredAt: timestamp("occurred_at", { withTimezone: true }).notNull(),
+    payload: jsonb("payload").$type<Record<string, unknown>>().notNull().default({}),
+    entityIds: uuid("entity_ids").array().notNull().default(sql`'{}'::uuid[]`),
+    status: text("status").notNull().default("recorded"),
+    sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    index("events_user_time_idx").on(t.userId, t.occurredAt),
+    index("events_entity_ids_gin").using("gin", t.entityIds),
+  ],
+);
+
+/** Durable claims about the person, deduplicated by meaning; a changed claim supersedes the old one. */
+export const facts = pgTable(
+  "facts",
+  {
+    id: id(),
+    userId: userId(),
+    statement: text("statement").notNull(),
+    category: text("category").notNull().default("general"),
+    confidence: real("confidence").notNull().default(0.5),
+    embedding: embedding(),
+    supersededBy: uuid("superseded_by"),
+    sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    index("facts_user_idx").on(t.userId),
+    index("facts_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
+  ],
+);
+
+/** The seven user-data tables, in the order the RLS tests and setup checks walk them. */
+export const USER_TABLES = [
+  "users",
+  "oauth_connections",
+  "entities",
+  "edges",
+  "events",
+  "facts",
+  "sources",
+] as const;
+export type UserTable = (typeof USER_TABLES)[number];

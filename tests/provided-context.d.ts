@@ -1,0 +1,11 @@
+// Values tests/setup/postgres.ts provides to every test project.
+import "vitest";
+
+declare module "vitest" {
+  interface ProvidedContext {
+    /** The embedded Postgres, set up like production (extensions, migrations, roles, RLS). */
+    databaseUrl: string;
+    /** A TCP server that accepts connections and never answers: a hung database. */
+    hangingDatabaseUrl: string;
+  }
+}

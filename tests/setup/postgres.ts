@@ -1,0 +1,29 @@
+// Global setup (runs in Node once per test run): the embedded Postgres every suite uses, set up with
+// the same `npm run db:setup` code as production, plus a server that plays a hung database.
+import { createServer, type Socket } from "node:net";
+import type { TestProject } from "vitest/node";
+import { setupDatabase } from "../../ops/db-setup";
+import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
+
+export default async function setup(project: TestProject) {
+  const postgres = await startEmbeddedPostgres();
+  await setupDatabase(postgres.url);
+
+  const sockets = new Set<Socket>();
+  const hanging = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", resolve));
+  const address = hanging.address();
+  const hangingPort = typeof address === "object" && address ? address.port : 0;
+
+  project.provide("databaseUrl", postgres.url);
+  project.provide("hangingDatabaseUrl", `postgres://postgres:postgres@127.0.0.1:${hangingPort}/postgres`);
+
+  return async () => {
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => hanging.close(() => resolve()));
+    await postgres.stop();
+  };
+}

@@ -1,0 +1,209 @@
+// Guards row-level security for real: through the application's only database helper, one person can
+// never select, insert, update or delete another person's rows, in any of the seven tables.
+import { env } from "cloudflare:workers";
+import { sql } from "drizzle-orm";
+import postgres from "postgres";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { Person } from "../../db/repositories/auth";
+import { USER_TABLES, type UserTable } from "../../db/schema";
+import { newPerson, testDatabase } from "./helpers";
+
+// The owner's view, for checking what really is in the tables (test code only; the app never does this).
+const owner = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+
+interface Seeded {
+  person: Person;
+  /** id of this person's row in each table (users: the person id). */
+  rows: Record<UserTable, string>;
+  entities: [string, string];
+}
+
+/** Gives `person` one row in every table, written through the app helper as that person. */
+async function seed(person: Person): Promise<Seeded> {
+  return testDatabase().withUser(person.id, async (tx) => {
+    const one = async (query: ReturnType<typeof sql>) => {
+      const rows = (await tx.execute(query)) as unknown as Array<{ id: string }>;
+      const id = rows[0]?.id;
+      if (!id) throw new Error("seed insert returned no id");
+      return id;
+    };
+    const source = await one(sql`insert into sources (user_id, kind, external_id) values (${person.id}, 'test', ${crypto.randomUUID()}) returning id`);
+    const book = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'book', 'Dune', 'dune', ${source}) returning id`);
+    const author = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'person', 'Frank Herbert', 'frank herbert', ${source}) returning id`);
+    const edge = await one(sql`insert into edges (user_id, from_id, to_id, type) values (${person.id}, ${book}, ${author}, 'written_by') returning id`);
+    const event = await one(sql`insert into events (user_id, kind, occurred_at, entity_ids) values (${person.id}, 'reminder', now(), array[${book}]::uuid[]) returning id`);
+    const fact = await one(sql`insert into facts (user_id, statement) values (${person.id}, 'Likes science fiction') returning id`);
+    const connection = await one(sql`insert into oauth_connections (user_id, provider, account_email) values (${person.id}, 'google', ${`${person.id}@example.com`}) returning id`);
+    return {
+      person,
+      rows: { users: person.id, sources: source, entities: book, edges: edge, events: event, facts: fact, oauth_connections: connection },
+      entities: [book, author],
+    };
+  });
+}
+
+/** The server's message: drizzle wraps driver errors as "Failed query: …" with the original as cause. */
+function postgresMessage(error: unknown): string {
+  if (error instanceof Error && error.cause instanceof Error) return error.cause.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Resolves to the server's error message of a statement expected to fail. */
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  try {
+    await promise;
+  } catch (error) {
+    return postgresMessage(error);
+  }
+  throw new Error("expected the statement to be refused");
+}
+
+const keyColumn = (table: UserTable) => (table === "users" ? "id" : "user_id");
+
+/** Runs `work` as `as`, returning the error message if Postgres refused it. */
+async function attempt(as: Person, work: (tx: Parameters<Parameters<ReturnType<typeof testDatabase>["withUser"]>[1]>[0]) => Promise<unknown>) {
+  try {
+    return { result: await testDatabase().withUser(as.id, work), error: null };
+  } catch (error) {
+    return { result: null, error: postgresMessage(error) };
+  }
+}
+
+describe("row-level security through Database.withUser", () => {
+  let alice: Seeded;
+  let bob: Seeded;
+
+  beforeAll(async () => {
+    alice = await seed(await newPerson("alice"));
+    bob = await seed(await newPerson("bob"));
+  });
+
+  for (const table of USER_TABLES) {
+    describe(table, () => {
+      it("selects only the person's own rows", async () => {
+        const rows = await testDatabase().withUser(alice.person.id, (tx) =>
+          tx.execute(sql`select ${sql.identifier(keyColumn(table))}::text as owner from ${sql.identifier(table)}`),
+        );
+        const owners = new Set((rows as unknown as Array<{ owner: string }>).map((r) => r.owner));
+        expect(owners).toEqual(new Set([alice.person.id]));
+      });
+
+      it("cannot read another person's row by id", async () => {
+        const rows = await testDatabase().withUser(alice.person.id, (tx) =>
+          tx.execute(sql`select * from ${sql.identifier(table)} where id = ${bob.rows[table]}`),
+        );
+        expect(rows).toHaveLength(0);
+      });
+
+      it("cannot update another person's rows", async () => {
+        const column = table === "users" ? "display_name" : table === "facts" ? "statement" : table === "edges" || table === "entities" ? "type" : table === "events" ? "kind" : table === "sources" ? "kind" : "provider";
+        const { result } = await attempt(alice.person, (tx) =>
+          tx.execute(sql`update ${sql.identifier(table)} set ${sql.identifier(column)} = 'hijacked' where id = ${bob.rows[table]}`),
+        );
+        expect((result as { count?: number } | null)?.count ?? 0).toBe(0);
+        const [row] = await owner.unsafe(`select ${column} as value from public.${table} where id = $1`, [bob.rows[table]]);
+        expect(row?.value).not.toBe("hijacked");
+      });
+
+      it("cannot delete another person's rows", async () => {
+        const { result } = await attempt(alice.person, (tx) => tx.execute(sql`delete from ${sql.identifier(table)} where id = ${bob.rows[table]}`));
+        expect((result as { count?: number } | null)?.count ?? 0).toBe(0);
+        const rows = await owner.unsafe(`select 1 from public.${table} where id = $1`, [bob.rows[table]]);
+        expect(rows).toHaveLength(1);
+      });
+    });
+  }
+
+  describe("inserting rows that belong to someone else", () => {
+    const cases: Array<[string, (b: Seeded) => ReturnType<typeof sql>]> = [
+      ["a source", (b) => sql`insert into sources (user_id, kind, external_id) values (${b.person.id}, 'test', 'x')`],
+      ["an entity", (b) => sql`insert into entities (user_id, type, name, normalized_name) values (${b.person.id}, 'book', 'X', 'x')`],
+      ["an edge", (b) => sql`insert into edges (user_id, from_id, to_id, type) values (${b.person.id}, ${b.entities[0]}, ${b.entities[1]}, 'x')`],
+      ["an event", (b) => sql`insert into events (user_id, kind, occurred_at) values (${b.person.id}, 'x', now())`],
+      ["a fact", (b) => sql`insert into facts (user_id, statement) values (${b.person.id}, 'x')`],
+      ["an oauth connection", (b) => sql`insert into oauth_connections (user_id, provider) values (${b.person.id}, 'other')`],
+    ];
+    for (const [label, statement] of cases) {
+      it(`refuses ${label}`, async () => {
+        const { error } = await attempt(alice.person, (tx) => tx.execute(statement(bob)));
+        expect(error).toMatch(/row-level security/);
+      });
+    }
+
+    it("refuses an own edge pointing at another person's entity", async () => {
+      const { error } = await attempt(alice.person, (tx) =>
+        tx.execute(sql`insert into edges (user_id, from_id, to_id, type) values (${alice.person.id}, ${alice.entities[0]}, ${bob.entities[0]}, 'x')`),
+      );
+      expect(error).toMatch(/row-level security/);
+    });
+
+    it("refuses an own entity citing another person's source", async () => {
+      const { error } = await attempt(alice.person, (tx) =>
+        tx.execute(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${alice.person.id}, 'book', 'Y', 'y', ${bob.rows.sources})`),
+      );
+      expect(error).toMatch(/row-level security/);
+    });
+
+    it("refuses moving an own row to another person", async () => {
+      const { error } = await attempt(alice.person, (tx) =>
+        tx.execute(sql`update entities set user_id = ${bob.person.id} where id = ${alice.entities[0]}`),
+      );
+      expect(error).toMatch(/row-level security/);
+    });
+  });
+
+  it("rejects a user id that is not a UUID before touching the database", async () => {
+    await expect(testDatabase().withUser("' or 1=1 --", async () => 1)).rejects.toThrow(/UUID/);
+  });
+
+  it("the sign-in role sees no user data, the system role only granted columns", async () => {
+    expect(await refusal(testDatabase().withAuth((tx) => tx.execute(sql`select * from entities`)))).toMatch(/permission denied/);
+    expect(await refusal(testDatabase().withSystem((tx) => tx.execute(sql`select display_name from users`)))).toMatch(/permission denied/);
+    expect(await refusal(testDatabase().withSystem((tx) => tx.execute(sql`select * from entities`)))).toMatch(/permission denied/);
+    const people = (await testDatabase().withSystem((tx) => tx.execute(sql`select id from users where id in (${alice.person.id}, ${bob.person.id})`))) as unknown as unknown[];
+    expect(people).toHaveLength(2);
+  });
+});
+
+describe("the database's own guarantees", () => {
+  it("has exactly the seven tables in public, each with RLS enabled and forced", async () => {
+    const rows = await owner`
+      select c.relname as name, c.relrowsecurity as enabled, c.relforcerowsecurity as forced
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where n.nspname = 'public' and c.relkind in ('r', 'p') order by 1`;
+    expect(rows.map((r) => r.name)).toEqual([...USER_TABLES].sort());
+    for (const row of rows) expect({ name: row.name, enabled: row.enabled, forced: row.forced }).toEqual({ name: row.name, enabled: true, forced: true });
+  });
+
+  it("soma_app is no owner, no superuser and cannot bypass RLS", async () => {
+    const [role] = await owner`select rolsuper, rolbypassrls, rolcanlogin, rolcreaterole from pg_roles where rolname = 'soma_app'`;
+    expect(role).toEqual({ rolsuper: false, rolbypassrls: false, rolcanlogin: false, rolcreaterole: false });
+    const owned = await owner`select tablename from pg_tables where tableowner in ('soma_app', 'soma_auth', 'soma_system')`;
+    expect(owned).toHaveLength(0);
+  });
+
+  it("has the vector, pg_trgm and uuid-ossp extensions", async () => {
+    const rows = await owner`select extname from pg_extension where extname in ('vector', 'pg_trgm', 'uuid-ossp') order by 1`;
+    expect(rows.map((r) => r.extname)).toEqual(["pg_trgm", "uuid-ossp", "vector"]);
+  });
+
+  it("has the recall indexes", async () => {
+    const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public'`;
+    const defs = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef as string]));
+    expect(defs.entities_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
+    expect(defs.facts_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
+    expect(defs.entities_name_trgm).toMatch(/USING gin \(normalized_name gin_trgm_ops\)/);
+    expect(defs.entities_search_gin).toMatch(/USING gin \(search\)/);
+    expect(defs.entities_user_type_idx).toMatch(/\(user_id, type\)/);
+    expect(defs.entities_user_status_idx).toMatch(/\(user_id, status\)/);
+  });
+
+  it("mirrors auth.users into public.users", async () => {
+    const person = await newPerson("mirror");
+    const [row] = await owner`select display_name from public.users where id = ${person.id}`;
+    expect(row?.display_name).toBe(person.displayName);
+    await owner`update auth.users set display_name = 'renamed' where id = ${person.id}`;
+    const [renamed] = await owner`select display_name from public.users where id = ${person.id}`;
+    expect(renamed?.display_name).toBe("renamed");
+  });
+});

@@ -1,0 +1,46 @@
+import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { defineConfig } from "vitest/config";
+
+// Two projects share one embedded Postgres (tests/setup/postgres.ts):
+//   worker  tests run inside workerd with the real Worker, Durable Objects and bindings
+//   node    tests of Node-side code: npm start, db:setup, ops commands
+export default defineConfig({
+  test: {
+    globalSetup: ["tests/setup/postgres.ts"],
+    projects: [
+      {
+        plugins: [
+          cloudflareTest(({ inject }) => ({
+            wrangler: { configPath: "./wrangler.toml" },
+            // The [ai] binding would otherwise ask for a remote session; tests use scripted models.
+            remoteBindings: false,
+            miniflare: {
+              hyperdrives: { HYPERDRIVE: inject("databaseUrl") },
+              bindings: {
+                ENVIRONMENT: "test",
+                AI_PROVIDER: "offline",
+                EMBEDDING_PROVIDER: "local",
+                HANGING_DATABASE_URL: inject("hangingDatabaseUrl"),
+              },
+            },
+          })),
+        ],
+        test: {
+          name: "worker",
+          include: ["tests/worker/**/*.test.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: "node",
+          include: ["tests/node/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
+        },
+      },
+    ],
+  },
+});

@@ -1,0 +1,74 @@
+// The Hono application: cross-cutting middleware, then one sub-app per surface. Errors from anywhere
+// become the JSON shape of worker/errors.ts; unknown paths are 404, known paths with the wrong method 405.
+// Body-size limits belong to each surface (worker/body-limit.ts), placed after its authentication:
+// POST /api/chat must answer 307 without a session whatever the body, even an oversized one.
+import { Hono } from "hono";
+import { requestId } from "hono/request-id";
+import { secureHeaders } from "hono/secure-headers";
+import { Database } from "../db/database";
+import { loadConfig } from "./config";
+import { ApiError, errorResponse } from "./errors";
+import { login } from "./pages/login";
+import { chat } from "./routes/chat";
+import { health } from "./routes/health";
+import type { AppEnv } from "./types";
+
+export function createApp() {
+  const app = new Hono<AppEnv>();
+
+  app.use(requestId({ headerName: "X-Request-Id", limitLength: 64 }));
+  app.use(
+    secureHeaders({
+      contentSecurityPolicy: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'", "https://telegram.org"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", "data:", "https://t.me", "https://*.telegram.org"],
+        connectSrc: ["'self'"],
+        frameSrc: ["https://oauth.telegram.org"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'self'"],
+        formAction: ["'self'"],
+        objectSrc: ["'none'"],
+      },
+      strictTransportSecurity: "max-age=63072000; includeSubDomains; preload",
+      referrerPolicy: "strict-origin-when-cross-origin",
+      xFrameOptions: "DENY",
+    }),
+  );
+  app.use(async (c, next) => {
+    c.set("config", loadConfig(c.env));
+    // postgres.js connects lazily: routes that never query never open a socket.
+    c.set("db", new Database(c.env.HYPERDRIVE.connectionString));
+    await next();
+  });
+
+  app.route("/api/health", health);
+  app.route("/api/chat", chat);
+  app.route("/login", login);
+
+  const knownRoutes = app.routes
+    .filter((route) => route.method !== "ALL")
+    .map((route) => ({ method: route.method, pattern: pathPattern(route.path) }));
+
+  app.notFound((c) => {
+    const allowed = [...new Set(knownRoutes.filter((r) => r.pattern.test(c.req.path)).map((r) => r.method))];
+    if (allowed.length > 0) {
+      const message = `${c.req.method} is not allowed here. Use ${allowed.join(", ")}.`;
+      return errorResponse(c, new ApiError("method_not_allowed", message, { Allow: allowed.join(", ") }));
+    }
+    return errorResponse(c, new ApiError("not_found", `Nothing at ${c.req.path}.`));
+  });
+  app.onError((error, c) => errorResponse(c, error));
+  return app;
+}
+
+/** A Hono route path (`/api/memories/:id`, `/assets/*`) as an anchored regular expression. */
+function pathPattern(path: string): RegExp {
+  const body = path
+    .replace(/\/$/, "")
+    .split("/")
+    .map((part) => (part.startsWith(":") ? "[^/]+" : part === "*" ? ".*" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")))
+    .join("/");
+  return new RegExp(`^${body}/?$`);
+}

@@ -1,0 +1,82 @@
+// Configuration read from the Worker's env once per isolate and validated with zod, so a missing or
+// malformed value is named at the edge instead of surfacing as an `undefined` deep inside a handler.
+import { z } from "zod";
+
+const optional = z.string().trim().min(1).optional();
+
+/** Secrets a production deployment cannot serve its surfaces without. The rest are optional sinks. */
+const REQUIRED_IN_PRODUCTION = [
+  "APP_BASE_URL",
+  "SESSION_SECRET",
+  "TOKEN_ENCRYPTION_KEY",
+  "TELEGRAM_BOT_TOKEN",
+  "TELEGRAM_WEBHOOK_SECRET",
+  "MAIL_PUSH_TOKEN",
+] as const;
+
+const ConfigSchema = z
+  .object({
+    ENVIRONMENT: z.enum(["production", "development", "test"]).default("production"),
+    AI_PROVIDER: z.enum(["workers-ai", "openai-compatible", "offline"]).default("workers-ai"),
+    AI_MODEL: optional,
+    AI_BASE_URL: z.url().optional(),
+    AI_API_KEY: optional,
+    EMBEDDING_PROVIDER: z.enum(["workers-ai", "openai-compatible", "local"]).default("workers-ai"),
+    EMBEDDING_MODEL: optional,
+    TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),
+
+    APP_BASE_URL: z.url().optional(),
+    SESSION_SECRET: optional,
+    TOKEN_ENCRYPTION_KEY: optional,
+    TELEGRAM_BOT_TOKEN: optional,
+    TELEGRAM_WEBHOOK_SECRET: optional,
+    TELEGRAM_BOT_USERNAME: optional,
+    MAIL_PUSH_TOKEN: optional,
+    GOOGLE_CLIENT_ID: optional,
+    GOOGLE_CLIENT_SECRET: optional,
+    GMAIL_PUBSUB_TOPIC: optional,
+    INNGEST_EVENT_KEY: optional,
+    INNGEST_SIGNING_KEY: optional,
+    LANGFUSE_PUBLIC_KEY: optional,
+    LANGFUSE_SECRET_KEY: optional,
+    LANGFUSE_BASE_URL: z.url().optional(),
+    SENTRY_DSN: optional,
+    POSTHOG_API_KEY: optional,
+    POSTHOG_HOST: z.url().optional(),
+    AXIOM_TOKEN: optional,
+    AXIOM_DATASET: optional,
+  })
+  .superRefine((config, ctx) => {
+    if (config.ENVIRONMENT !== "production") return;
+    for (const key of REQUIRED_IN_PRODUCTION) {
+      if (!config[key]) ctx.addIssue({ code: "custom", path: [key], message: "is required in production" });
+    }
+  });
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration: ${problems.join("; ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+// Env objects are stable per isolate; parse each once.
+const parsed = new WeakMap<object, Config>();
+
+/** The validated configuration of this Worker; throws ConfigError naming every bad value. */
+export function loadConfig(env: object): Config {
+  const cached = parsed.get(env);
+  if (cached) return cached;
+  // Empty strings mean "not set" (an unset key in .env files arrives as "").
+  const present = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => typeof value === "string" && value.trim() !== ""),
+  );
+  const result = ConfigSchema.safeParse(present);
+  if (!result.success) {
+    throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`));
+  }
+  parsed.set(env, result.data);
+  return result.data;
+}

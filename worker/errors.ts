@@ -1,0 +1,69 @@
+// One list of error codes, one JSON shape: {error: {code, message, requestId}}. Handlers throw
+// ApiError; app.onError turns every throw into that shape. A 5xx is only for real faults.
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { ConfigError } from "./config";
+
+export const ERROR_STATUS = {
+  bad_request: 400,
+  invalid_json: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal: 500,
+  config_invalid: 500,
+  unavailable: 503,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+
+  get status(): ContentfulStatusCode {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export interface ErrorBody {
+  error: { code: ErrorCode; message: string; requestId: string };
+}
+
+/** The JSON error response for `error`, whatever was thrown. */
+export function errorResponse(c: Context, error: unknown): Response {
+  const apiError = toApiError(error);
+  if (apiError.status >= 500) console.error(JSON.stringify({ level: "error", requestId: requestIdOf(c), error: describe(error) }));
+  const body: ErrorBody = { error: { code: apiError.code, message: apiError.message, requestId: requestIdOf(c) } };
+  return c.json(body, apiError.status, apiError.headers);
+}
+
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof ConfigError) return new ApiError("config_invalid", error.message);
+  if (error instanceof HTTPException) {
+    const byStatus = Object.entries(ERROR_STATUS).find(([, status]) => status === error.status);
+    const code = (byStatus?.[0] as ErrorCode | undefined) ?? (error.status < 500 ? "bad_request" : "internal");
+    return new ApiError(code, error.message || code.replaceAll("_", " "));
+  }
+  return new ApiError("internal", "Something went wrong on our side. It has been logged.");
+}
+
+function requestIdOf(c: Context): string {
+  return (c.get("requestId") as string | undefined) ?? "unknown";
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,25 @@
+// GET /login: how a person signs in. Telegram is the front door: the bot's /login command sends a
+// one-time link; the other buttons appear when their configuration is present.
+import { Hono } from "hono";
+import { html } from "hono/html";
+import type { AppEnv } from "../types";
+import { page } from "./layout";
+
+export const login = new Hono<AppEnv>().get("/", (c) => {
+  const { TELEGRAM_BOT_USERNAME: bot } = c.var.config;
+  const botLink = bot ? html`<a href="https://t.me/${bot}">@${bot}</a>` : html`the Soma bot`;
+  return c.html(
+    page(
+      "Sign in · Soma",
+      html`<main class="card">
+        <h1>Soma</h1>
+        <p class="lead">Your assistant that remembers what matters to you.</p>
+        <section>
+          <h2>Sign in with Telegram</h2>
+          <p>Send <code>/login</code> to ${botLink}. It replies with a one-time link that signs you in here
+          and shows the same conversation and memories.</p>
+        </section>
+      </main>`,
+    ),
+  );
+});

@@ -55,6 +55,9 @@ const ConfigSchema = z
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/** Every configuration name the Worker reads (npm start forwards exactly these from the environment). */
+export const CONFIG_KEYS: readonly string[] = ConfigSchema.keyof().options;
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration: ${problems.join("; ")}`);

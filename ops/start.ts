@@ -1,0 +1,154 @@
+// `npm start`: Soma on this machine with no account and no network.
+//   1. Postgres: DATABASE_URL if set, else the embedded one (PGlite, data in .soma/pgdata)
+//   2. `npm run db:setup` against it (idempotent)
+//   3. `wrangler dev --local` on PORT (default 8787) with the offline model and local embeddings, unless
+//      the environment says otherwise; values in the process environment override .env
+// Ctrl-C stops wrangler (its whole process group: workerd and esbuild too) and the embedded Postgres.
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { CONFIG_KEYS } from "../worker/config";
+import { setupDatabase } from "./db-setup";
+import { formatEnvFile, readEnvFile } from "./dotenv";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const STATE_DIR = `${root}.soma`;
+
+/** Settings that differ from production when running locally; any of them can be overridden. */
+const LOCAL_DEFAULTS = {
+  ENVIRONMENT: "development",
+  AI_PROVIDER: "offline",
+  EMBEDDING_PROVIDER: "local",
+} as const;
+
+export interface Running {
+  url: string;
+  databaseUrl: string;
+  stop(): Promise<void>;
+  exited: Promise<number>;
+}
+
+export async function start(environment: NodeJS.ProcessEnv = process.env, log = console.log): Promise<Running> {
+  const settings = { ...readEnvFile(`${root}.env`), ...definedValues(environment) };
+  const port = Number(settings.PORT ?? 8787);
+  const stateDir = settings.SOMA_STATE_DIR ?? STATE_DIR;
+  mkdirSync(stateDir, { recursive: true });
+
+  let embedded: EmbeddedPostgres | undefined;
+  let databaseUrl = settings.DATABASE_URL;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres({ dataDir: `${stateDir}/pgdata`, port: Number(settings.SOMA_DB_PORT ?? 0) });
+    databaseUrl = embedded.url;
+    log(`postgres  embedded (PGlite + vector, pg_trgm, uuid-ossp) at ${databaseUrl}`);
+  } else {
+    log(`postgres  ${redact(databaseUrl)}`);
+  }
+  await setupDatabase(databaseUrl, (line) => log(`db:setup  ${line}`));
+
+  const url = `http://127.0.0.1:${port}`;
+  const workerValues: Record<string, string> = { ...LOCAL_DEFAULTS, APP_BASE_URL: url };
+  for (const key of CONFIG_KEYS) if (settings[key] !== undefined) workerValues[key] = settings[key];
+  const envFile = `${stateDir}/worker.env`;
+  writeFileSync(envFile, formatEnvFile(workerValues), { mode: 0o600 });
+
+  const wrangler = spawn(
+    `${root}node_modules/.bin/wrangler`,
+    ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile,
+      "--persist-to", `${stateDir}/wrangler`, "--show-interactive-dev-session=false", "--log-level", settings.WRANGLER_LOG ?? "warn"],
+    {
+      cwd: root,
+      detached: true, // its own process group, so stopping it also stops workerd and esbuild
+      stdio: ["ignore", "inherit", "inherit"],
+      env: {
+        ...process.env,
+        CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: databaseUrl,
+        WRANGLER_SEND_METRICS: "false",
+        SOMA_DATABASE_ADDRESS: databaseAddress(databaseUrl),
+        NODE_OPTIONS: [process.env.NODE_OPTIONS, `--require ${root}ops/wrangler-guard.cjs`].filter(Boolean).join(" "),
+      },
+    },
+  );
+  const exited = new Promise<number>((resolve) => wrangler.once("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= (async () => {
+    await stopGroup(wrangler, exited);
+    await embedded?.stop();
+  })());
+  void exited.then(() => embedded?.stop());
+
+  try {
+    await waitForHealth(url, exited);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  log(`soma      ${url}  (sign in: ${url}/login · health: ${url}/api/health)`);
+  log(`model     ${workerValues.AI_PROVIDER}${workerValues.AI_PROVIDER === "offline" ? " (built in, deterministic, no network)" : ""}`);
+  return { url, databaseUrl, stop, exited };
+}
+
+async function waitForHealth(url: string, exited: Promise<number>): Promise<void> {
+  let done = false;
+  void exited.then(() => (done = true));
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (done) throw new Error("wrangler dev exited before the Worker answered");
+    try {
+      const response = await fetch(`${url}/api/health`);
+      if (response.status === 200 || response.status === 503) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`the Worker did not answer at ${url} within 90 s`);
+}
+
+async function stopGroup(child: ChildProcess, exited: Promise<number>): Promise<void> {
+  if (child.exitCode !== null || child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  const timer = setTimeout(() => {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }, 5000);
+  await exited;
+  clearTimeout(timer);
+}
+
+function definedValues(environment: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(environment).filter((entry): entry is [string, string] => entry[1] !== undefined));
+}
+
+/** host:port of a postgres:// URL, as the Hyperdrive proxy dials it. */
+function databaseAddress(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || "5432"}`;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  start().then(
+    (running) => {
+      const shutdown = () => void running.stop().then(() => process.exit(0));
+      process.once("SIGINT", shutdown);
+      process.once("SIGTERM", shutdown);
+      void running.exited.then((code) => process.exit(code));
+    },
+    (error: unknown) => {
+      console.error(`npm start failed: ${error instanceof Error ? error.message : String(error)}`);
+      process.exit(1);
+    },
+  );
+}

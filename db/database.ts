@@ -29,6 +29,8 @@ export interface DatabaseOptions {
   max?: number;
   /** Seconds to wait for a TCP connection before failing. */
   connectTimeoutSeconds?: number;
+  /** A socket factory in postgres.js's shape (db/workerd-socket.ts inside workerd). */
+  socket?: (options: { host: string[]; port: number[] }) => Promise<unknown>;
 }
 
 export class Database {
@@ -42,6 +44,8 @@ export class Database {
       // One round trip fewer per new connection; drizzle parses array columns itself.
       fetch_types: false,
       onnotice: () => {},
+      // `socket` is a documented postgres.js option its type definitions leave out.
+      ...((options.socket ? { socket: options.socket } : {}) as object),
     });
     this.#db = drizzle(this.#client, { schema });
   }

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
-import { Database } from "../db/database";
+import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "./config";
 import { ApiError, errorResponse } from "./errors";
 import { login } from "./pages/login";
@@ -39,7 +39,7 @@ export function createApp() {
   app.use(async (c, next) => {
     c.set("config", loadConfig(c.env));
     // postgres.js connects lazily: routes that never query never open a socket.
-    c.set("db", new Database(c.env.HYPERDRIVE.connectionString));
+    c.set("db", workerdDatabase(c.env.HYPERDRIVE.connectionString));
     await next();
   });
 

@@ -1,13 +1,14 @@
 // Shared test helpers for the workerd suites: people with sessions, and requests to the real Worker.
 import { env, exports } from "cloudflare:workers";
-import { Database } from "../../db/database";
+import type { Database } from "../../db/database";
+import { workerdDatabase } from "../../db/workerd-socket";
 import { createPerson, createSession, type Person } from "../../db/repositories/auth";
 
 let database: Database | undefined;
 
 /** The application's own database handle (RLS helper and all), on the test Postgres. */
 export function testDatabase(): Database {
-  database ??= new Database(env.HYPERDRIVE.connectionString);
+  database ??= workerdDatabase(env.HYPERDRIVE.connectionString);
   return database;
 }
 

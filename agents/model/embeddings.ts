@@ -1,0 +1,103 @@
+// Embeddings for memory: Workers AI bge-m3 in production, any OpenAI-style /embeddings server, or a
+// local deterministic embedder of the same width (hashed words and character trigrams) that needs no
+// network. All produce unit vectors of EMBEDDING_DIMENSIONS, so recall works the same with each.
+import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import type { Config } from "../../worker/config";
+
+export interface Embedder {
+  readonly name: string;
+  embed(texts: string[]): Promise<number[][]>;
+}
+
+/** The embedder `config` asks for. */
+export function createEmbedder(config: Config, env: { AI?: Ai }): Embedder {
+  switch (config.EMBEDDING_PROVIDER) {
+    case "local":
+      return localEmbedder;
+    case "openai-compatible":
+      return openAiCompatibleEmbedder(config);
+    case "workers-ai":
+      return workersAiEmbedder(env.AI, config.EMBEDDING_MODEL ?? "@cf/baai/bge-m3");
+  }
+}
+
+export const localEmbedder: Embedder = {
+  name: "local",
+  embed: async (texts) => texts.map(embedLocally),
+};
+
+function workersAiEmbedder(ai: Ai | undefined, model: string): Embedder {
+  return {
+    name: `workers-ai:${model}`,
+    async embed(texts) {
+      if (!ai) throw new Error("EMBEDDING_PROVIDER=workers-ai needs the AI binding");
+      const output = (await ai.run(model as "@cf/baai/bge-m3", { text: texts })) as { data?: number[][] };
+      return checked(output.data, texts.length);
+    },
+  };
+}
+
+function openAiCompatibleEmbedder(config: Config): Embedder {
+  const baseUrl = config.AI_BASE_URL;
+  return {
+    name: `openai-compatible:${config.EMBEDDING_MODEL ?? "default"}`,
+    async embed(texts) {
+      if (!baseUrl) throw new Error("EMBEDDING_PROVIDER=openai-compatible needs AI_BASE_URL");
+      const response = await fetch(`${baseUrl.replace(/\/$/, "")}/embeddings`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          ...(config.AI_API_KEY ? { authorization: `Bearer ${config.AI_API_KEY}` } : {}),
+        },
+        body: JSON.stringify({ model: config.EMBEDDING_MODEL, input: texts }),
+      });
+      if (!response.ok) throw new Error(`embeddings server answered ${response.status}`);
+      const body = (await response.json()) as { data?: Array<{ embedding: number[]; index?: number }> };
+      const sorted = [...(body.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+      return checked(sorted.map((d) => d.embedding), texts.length);
+    },
+  };
+}
+
+function checked(vectors: number[][] | undefined, expected: number): number[][] {
+  if (!vectors || vectors.length !== expected) throw new Error(`expected ${expected} embeddings, got ${vectors?.length ?? 0}`);
+  for (const vector of vectors) {
+    if (vector.length !== EMBEDDING_DIMENSIONS) {
+      throw new Error(`embedding has ${vector.length} dimensions; the schema stores ${EMBEDDING_DIMENSIONS}`);
+    }
+  }
+  return vectors.map(unit);
+}
+
+/** Words (lightly stemmed) and their character trigrams, hashed into signed buckets, then normalized. */
+function embedLocally(text: string): number[] {
+  const vector = new Array<number>(EMBEDDING_DIMENSIONS).fill(0);
+  const words = text.normalize("NFKC").toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  for (const raw of words) {
+    const word = raw.length > 3 && raw.endsWith("s") && !raw.endsWith("ss") ? raw.slice(0, -1) : raw;
+    add(vector, `w:${word}`, 1);
+    const padded = `  ${word} `;
+    for (let i = 0; i + 3 <= padded.length; i++) add(vector, `t:${padded.slice(i, i + 3)}`, 0.35);
+  }
+  return unit(vector);
+}
+
+function add(vector: number[], feature: string, weight: number): void {
+  const hash = fnv1a(feature);
+  const index = hash % EMBEDDING_DIMENSIONS;
+  vector[index] = (vector[index] ?? 0) + ((hash >>> 16) & 1 ? weight : -weight);
+}
+
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+function unit(vector: number[]): number[] {
+  const norm = Math.hypot(...vector);
+  return norm === 0 ? vector : vector.map((v) => v / norm);
+}

@@ -1,0 +1,223 @@
+// The offline model: a small, deterministic language model built into Soma, for running with no
+// account and no network (npm start) and for tests. It is not an LLM: it understands a handful of
+// sentence shapes — "I read / finished / watched / visited / met X", "remember that …", "which books
+// did I read?", "what do you remember about X", "forget X" — and answers through the same tool loop
+// and tools as a real model (it emits tool calls, reads their results, then writes the reply).
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Message,
+  LanguageModelV4StreamPart,
+} from "@ai-sdk/provider";
+
+type Intent =
+  | { kind: "capture"; type: string; name: string; properties: Record<string, string> }
+  | { kind: "list"; type: string; label: string }
+  | { kind: "about"; query: string }
+  | { kind: "forget"; name: string }
+  | { kind: "chat" };
+
+interface ToolOutcome {
+  toolName: string;
+  input: Record<string, unknown>;
+  output: unknown;
+}
+
+const VERBS: Array<[RegExp, string]> = [
+  [/\b(?:just\s+|have\s+|recently\s+)?(?:finished reading|started reading|am reading|'m reading|finished|read|reading)\s+(.+)/i, "book"],
+  [/\b(?:just\s+|have\s+|recently\s+)?(?:watched|saw|rewatched)\s+(.+)/i, "movie"],
+  [/\b(?:just\s+|have\s+|recently\s+)?(?:visited|went to|been to|travelled to|traveled to)\s+(.+)/i, "place"],
+  [/\b(?:just\s+|recently\s+)?met\s+(.+)/i, "person"],
+];
+
+const PLURALS: Record<string, string> = {
+  books: "book", book: "book", movies: "movie", movie: "movie", films: "movie", film: "movie",
+  places: "place", place: "place", cities: "place", countries: "place", people: "person", persons: "person",
+  person: "person", notes: "note", note: "note", projects: "project", project: "project",
+};
+
+/** What the last user message asks for. */
+export function parseIntent(text: string): Intent {
+  const clean = text.trim().replace(/\s+/g, " ");
+  const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
+  if (forget?.[1]) return { kind: "forget", name: stripQuotes(forget[1]) };
+
+  const note = /\bremember (?:that )?(.+?)[.!]?$/i.exec(clean);
+  if (note?.[1] && !/\?$/.test(clean) && !/\bdo you remember\b/i.test(clean)) {
+    return { kind: "capture", type: "note", name: note[1], properties: {} };
+  }
+
+  if (/\?$/.test(clean) || /^(which|what|who|where|do you|did i|have i|list)\b/i.test(clean)) {
+    const typed = /\b(books?|movies?|films?|places?|cities|countries|people|persons?|notes?|projects?)\b/i.exec(clean);
+    if (typed?.[1] && /\b(which|what|list|all|my)\b/i.test(clean)) {
+      const word = typed[1].toLowerCase();
+      return { kind: "list", type: PLURALS[word] ?? word, label: word.endsWith("s") || word === "people" ? word : `${word}s` };
+    }
+    const about = /\b(?:about|remember|know)\s+(.+?)\??$/i.exec(clean);
+    if (about?.[1]) return { kind: "about", query: stripQuotes(about[1]) };
+    return { kind: "chat" };
+  }
+
+  if (/^i\b|^i'|^just\b|^today\b|^yesterday\b/i.test(clean)) {
+    for (const [pattern, type] of VERBS) {
+      const match = pattern.exec(clean);
+      if (match?.[1]) {
+        const { name, properties } = cleanTitle(match[1], type);
+        if (name) return { kind: "capture", type, name, properties };
+      }
+    }
+  }
+  return { kind: "chat" };
+}
+
+export class OfflineModel implements LanguageModelV4 {
+  readonly specificationVersion = "v4" as const;
+  readonly provider = "soma";
+  readonly modelId = "offline";
+  readonly supportedUrls = {};
+
+  async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
+    const available = new Set((options.tools ?? []).map((t) => t.name));
+    const content = respond(options.prompt, available);
+    const calls = content.some((c) => c.type === "tool-call");
+    const words = content.reduce((n, c) => n + (c.type === "text" ? c.text.split(/\s+/).length : 8), 0);
+    return {
+      content,
+      finishReason: { unified: calls ? "tool-calls" : "stop", raw: undefined },
+      usage: {
+        inputTokens: { total: promptSize(options.prompt), noCache: undefined, cacheRead: undefined, cacheWrite: undefined },
+        outputTokens: { total: words, text: words, reasoning: undefined },
+      },
+      warnings: [],
+    };
+  }
+
+  async doStream(options: LanguageModelV4CallOptions) {
+    const result = await this.doGenerate(options);
+    const parts: LanguageModelV4StreamPart[] = [{ type: "stream-start", warnings: [] }];
+    for (const [index, item] of result.content.entries()) {
+      if (item.type === "text") {
+        const id = `text-${index}`;
+        parts.push({ type: "text-start", id });
+        for (const piece of item.text.match(/\S+\s*/g) ?? []) parts.push({ type: "text-delta", id, delta: piece });
+        parts.push({ type: "text-end", id });
+      } else {
+        parts.push(item as LanguageModelV4StreamPart);
+      }
+    }
+    parts.push({ type: "finish", finishReason: result.finishReason, usage: result.usage });
+    return {
+      stream: new ReadableStream<LanguageModelV4StreamPart>({
+        start(controller) {
+          for (const part of parts) controller.enqueue(part);
+          controller.close();
+        },
+      }),
+    };
+  }
+}
+
+/** The next step of the turn: a tool call, or the reply once the tools have answered. */
+function respond(prompt: LanguageModelV4Message[], tools: Set<string>): LanguageModelV4Content[] {
+  const lastUser = prompt.findLastIndex((m) => m.role === "user");
+  const userText = lastUser >= 0 ? textOf(prompt[lastUser]!) : "";
+  const outcomes = toolOutcomes(prompt.slice(lastUser + 1));
+  const intent = parseIntent(userText);
+  const step = outcomes.length;
+  const call = (toolName: string, input: Record<string, unknown>): LanguageModelV4Content[] =>
+    tools.has(toolName)
+      ? [{ type: "tool-call", toolCallId: `offline-${lastUser}-${step}`, toolName, input: JSON.stringify(input) }]
+      : [text("I can't reach my memory right now, so I can't do that.")];
+
+  switch (intent.kind) {
+    case "capture": {
+      if (step === 0) return call("memory_capture", { type: intent.type, name: intent.name, ...(Object.keys(intent.properties).length ? { properties: intent.properties } : {}) });
+      const result = outcomes[0]?.output as { created?: boolean; error?: string } | undefined;
+      if (!result || result.error) return [text(`I couldn't save that just now${result?.error ? ` (${result.error})` : ""}.`)];
+      return [text(result.created ? `Noted: ${intent.name} (${intent.type}). I'll remember it.` : `I already had ${intent.name} (${intent.type}); I've updated it.`)];
+    }
+    case "list": {
+      if (step === 0) return call("memory_recall", { query: intent.label, type: intent.type, limit: 50 });
+      const names = recalledNames(outcomes[0]?.output);
+      return [text(names.length ? `Your ${intent.label}: ${names.join(", ")}.` : `I don't have any ${intent.label} saved yet.`)];
+    }
+    case "about": {
+      if (step === 0) return call("memory_recall", { query: intent.query, limit: 5 });
+      const found = recalled(outcomes[0]?.output);
+      return [text(found.length ? `Here's what I remember: ${found.map((f) => `${f.name} (${f.type})`).join(", ")}.` : `I don't remember anything about ${intent.query}.`)];
+    }
+    case "forget": {
+      if (step === 0) return call("memory_recall", { query: intent.name, limit: 1 });
+      const target = recalled(outcomes[0]?.output)[0];
+      if (!target) return [text(`I couldn't find anything called ${intent.name}.`)];
+      if (step === 1) return call("memory_forget", { entityId: target.id });
+      const archived = (outcomes[1]?.output as { archived?: boolean } | undefined)?.archived;
+      return [text(archived ? `Done. I've forgotten ${target.name}.` : `I couldn't forget ${target.name} just now.`)];
+    }
+    case "chat":
+      return [text(
+        "I'm Soma, running on the built-in offline model. Tell me what you read, watched, visited or met " +
+          '("I just finished reading Dune"), ask "which books did I read?", or say "forget Dune".',
+      )];
+  }
+}
+
+function text(value: string): LanguageModelV4Content {
+  return { type: "text", text: value };
+}
+
+function textOf(message: LanguageModelV4Message): string {
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((part) => (part.type === "text" ? part.text : "")).join(" ");
+}
+
+function toolOutcomes(messages: LanguageModelV4Message[]): ToolOutcome[] {
+  const inputs = new Map<string, Record<string, unknown>>();
+  const outcomes: ToolOutcome[] = [];
+  for (const message of messages) {
+    if (typeof message.content === "string") continue;
+    for (const part of message.content) {
+      if (part.type === "tool-call") inputs.set(part.toolCallId, (part.input ?? {}) as Record<string, unknown>);
+      if (part.type === "tool-result") {
+        const output = part.output;
+        const value = output.type === "json" ? output.value : output.type === "text" ? output.value : undefined;
+        outcomes.push({ toolName: part.toolName, input: inputs.get(part.toolCallId) ?? {}, output: value });
+      }
+    }
+  }
+  return outcomes;
+}
+
+function recalled(output: unknown): Array<{ id: string; name: string; type: string }> {
+  if (!Array.isArray(output)) return [];
+  return output
+    .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
+    .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id));
+}
+
+function recalledNames(output: unknown): string[] {
+  return recalled(output).map((e) => e.name);
+}
+
+function cleanTitle(raw: string, type: string): { name: string; properties: Record<string, string> } {
+  const properties: Record<string, string> = {};
+  let name = raw.replace(/[.!?]+$/, "").trim();
+  name = name.replace(/\s+(?:yesterday|today|last (?:night|week|month|year)|this (?:morning|week|month|year)|again)$/i, "");
+  const by = /^(.+?)\s+by\s+(.+)$/i.exec(name);
+  if (by?.[1] && by[2] && (type === "book" || type === "movie")) {
+    name = by[1];
+    properties[type === "book" ? "author" : "director"] = stripQuotes(by[2]);
+  }
+  name = name.replace(/^(?:the (?:book|novel|movie|film)|a book called|a movie called|a film called)\s+/i, "");
+  return { name: stripQuotes(name), properties };
+}
+
+function stripQuotes(value: string): string {
+  return value.trim().replace(/^["'“‘«]+|["'”’»]+$/g, "").trim();
+}
+
+function promptSize(prompt: LanguageModelV4Message[]): number {
+  return prompt.reduce((n, m) => n + Math.ceil(JSON.stringify(m.content).length / 4), 0);
+}

@@ -1,0 +1,72 @@
+// A postgres.js socket over `cloudflare:sockets` for code running in workerd.
+// postgres.js's own Workers polyfill leaves the connection's `writer.ready` promise without a
+// rejection handler, so an unreachable database surfaces as an unhandled rejection on top of the
+// query error (it fails vitest runs and pollutes production logs). This socket awaits `opened` first,
+// so a refused connection is one ordinary, handled error, and it forwards everything else unchanged.
+import { Buffer } from "node:buffer";
+import { EventEmitter } from "node:events";
+import { Database } from "./database";
+
+interface PostgresSocketOptions {
+  host: string[];
+  port: number[];
+}
+
+/** postgres.js `socket` option: opens a plain TCP connection to the first host. */
+export async function openWorkerdSocket(options: PostgresSocketOptions): Promise<EventEmitter> {
+  const { connect } = await import("cloudflare:sockets");
+  const host = options.host[0] ?? "localhost";
+  const port = options.port[0] ?? 5432;
+  const raw = connect(`${host}:${port}`);
+  await raw.opened; // rejects here, handled by postgres.js, when nothing listens
+  const writer = raw.writable.getWriter();
+  const reader = raw.readable.getReader();
+  const socket = Object.assign(new EventEmitter(), {
+    readyState: "open" as "open" | "closed",
+    host,
+    port,
+    write(data: Uint8Array, callback?: () => void) {
+      writer.write(data).then(() => callback?.(), fail);
+      return true;
+    },
+    end(data?: Uint8Array) {
+      if (data) socket.write(data, () => void raw.close().catch(() => {}));
+      else void raw.close().catch(() => {});
+    },
+    destroy() {
+      socket.end();
+    },
+    pause() {},
+    resume() {},
+    setKeepAlive() {},
+  });
+  function fail(error: unknown) {
+    if (socket.readyState === "closed") return;
+    socket.emit("error", error);
+    close();
+  }
+  function close() {
+    if (socket.readyState === "closed") return;
+    socket.readyState = "closed";
+    socket.emit("close");
+  }
+  raw.closed.then(close, fail);
+  void (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        socket.emit("data", Buffer.from(value));
+      }
+      close();
+    } catch (error) {
+      fail(error);
+    }
+  })();
+  return socket;
+}
+
+/** A Database for code running in workerd (the Worker and its Durable Objects). */
+export function workerdDatabase(connectionString: string): Database {
+  return new Database(connectionString, { socket: openWorkerdSocket });
+}

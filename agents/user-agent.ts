@@ -1,6 +1,281 @@
-// UserAgent: one Durable Object per person, named by users.id (worker/agent-routing.ts picks it).
-// It owns the person's conversation; memory lives in Postgres (db/), reached only through the
-// row-level-security helper with this agent's user id.
-import { AIChatAgent } from "@cloudflare/ai-chat";
+// UserAgent: one Durable Object per person, named by users.id (worker/agent-routing.ts picks it; a
+// client never does). It owns the person's conversation — one thread for Telegram and the web —, a
+// durable inbox of channel messages with processed-id dedupe, and per-channel rate limits. Memory
+// lives in Postgres and is reached only through Database.withUser with this agent's name.
+//
+// Inbox invariants: an input is stored before it is acknowledged; inputs are answered one at a time
+// in arrival order; a crash or eviction mid-turn resumes from storage (onStart and a watchdog alarm);
+// the same id twice is answered once; a reply is sent at most once.
+import { AIChatAgent, type OnChatMessageOptions } from "@cloudflare/ai-chat";
+import {
+  convertToModelMessages,
+  createUIMessageStream,
+  createUIMessageStreamResponse,
+  isStepCount,
+  streamText,
+  type LanguageModel,
+  type UIMessage,
+} from "ai";
+import { z } from "zod";
+import type { Database } from "../db/database";
+import type { SourceRef } from "../db/repositories/memory";
+import { workerdDatabase } from "../db/workerd-socket";
+import { loadConfig } from "../worker/config";
+import { createChatModel } from "./model/chat-model";
+import { createEmbedder } from "./model/embeddings";
+import { systemPrompt } from "./system-prompt";
+import { TelegramSender } from "./telegram-sender";
+import { memoryTools } from "./tools";
 
-export class UserAgent extends AIChatAgent<Env> {}
+/** Whole-turn budget: model steps and tools together. */
+export const TURN_BUDGET_MS = 20_000;
+/** Tool-loop steps per turn. */
+const MAX_STEPS = 5;
+/** Messages the model sees; older ones stay stored but out of the prompt. */
+const MODEL_WINDOW = 40;
+/** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */
+const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** If a drain dies with the isolate, this alarm picks the inbox up again. */
+const WATCHDOG_SECONDS = 30;
+
+export const APOLOGY = "Sorry, I couldn't think that through just now. Your message is saved; please try again in a moment.";
+
+export const RATE_LIMITS = { telegram: 10, chat: 20 } as const satisfies Record<string, number>;
+export type Channel = keyof typeof RATE_LIMITS;
+
+export const TelegramInput = z.object({
+  updateId: z.number().int().nonnegative(),
+  chatId: z.number().int(),
+  messageId: z.number().int().nonnegative(),
+  text: z.string().max(20_000),
+});
+export type TelegramInput = z.infer<typeof TelegramInput>;
+
+type InboxState = "pending" | "replied" | "delivering" | "done";
+
+interface InboxRow {
+  id: string;
+  chat_id: number;
+  text: string;
+  source_ref: string;
+  state: InboxState;
+  reply: string | null;
+  [key: string]: unknown;
+}
+
+interface MessageSource {
+  source?: SourceRef;
+}
+
+export class UserAgent extends AIChatAgent<Env> {
+  override maxPersistedMessages = 500;
+  /** Replaces the configured model; tests set it through runInDurableObject with a scripted model. */
+  modelOverride: LanguageModel | undefined;
+  #draining: Promise<void> | undefined;
+  #database: Database | undefined;
+  #telegram: TelegramSender | undefined;
+
+  override async onStart(): Promise<void> {
+    this.sql`create table if not exists soma_inbox (
+      seq integer primary key autoincrement,
+      id text not null unique,
+      chat_id integer not null,
+      text text not null,
+      source_ref text not null,
+      state text not null default 'pending',
+      reply text,
+      received_at integer not null
+    )`;
+    this.sql`create table if not exists soma_rate (channel text not null, at integer not null)`;
+    this.sql`create index if not exists soma_rate_channel_at on soma_rate (channel, at)`;
+    if (this.#pendingCount() > 0) this.#kick();
+  }
+
+  /** The person this agent belongs to. */
+  get userId(): string {
+    return this.name;
+  }
+
+  /**
+   * Stores a Telegram message and returns at once; the reply is sent by the inbox drain.
+   * `duplicate` when this update was seen before, `rate_limited` when the person is over the limit.
+   */
+  async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" }> {
+    const message = TelegramInput.parse(input);
+    const id = `telegram:${message.updateId}`;
+    if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) return { status: "duplicate" };
+    if (!this.allow("telegram")) return { status: "rate_limited" };
+    const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}`, payload: { text: message.text } };
+    this.sql`insert into soma_inbox (id, chat_id, text, source_ref, received_at)
+             values (${id}, ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${Date.now()})`;
+    await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
+    this.#kick();
+    return { status: "queued" };
+  }
+
+  /** Watchdog alarm: continues an inbox whose drain did not finish (eviction, crash). */
+  async resumeInbox(): Promise<void> {
+    await this.#kick();
+  }
+
+  /** Resolves once every stored input has been answered (tests and graceful shutdown). */
+  async settle(): Promise<{ pending: number }> {
+    await this.#kick();
+    return { pending: this.#pendingCount() };
+  }
+
+  /** Counts one input on `channel` and says whether it is within the per-minute limit. */
+  allow(channel: Channel): boolean {
+    const now = Date.now();
+    this.sql`delete from soma_rate where at < ${now - 60_000}`;
+    const used = this.sql<{ n: number }>`select count(*) as n from soma_rate where channel = ${channel}`[0]?.n ?? 0;
+    if (used >= RATE_LIMITS[channel]) return false;
+    this.sql`insert into soma_rate (channel, at) values (${channel}, ${now})`;
+    return true;
+  }
+
+  /** Clears the conversation (memory in Postgres stays). */
+  async reset(): Promise<void> {
+    this.resetTurnState();
+    await this.persistMessages([]);
+  }
+
+  override async onChatMessage(_onFinish: unknown, options?: OnChatMessageOptions): Promise<Response> {
+    return createUIMessageStreamResponse({ stream: this.#turnStream(options?.abortSignal) });
+  }
+
+  /** One turn over the conversation: the model with the memory tools, bounded in steps and time. */
+  #turnStream(abortSignal: AbortSignal | undefined) {
+    const config = loadConfig(this.env);
+    const last = [...this.messages].reverse().find((m) => m.role === "user");
+    const source: SourceRef = (last?.metadata as MessageSource | undefined)?.source ?? {
+      kind: "web",
+      externalId: last?.id ?? crypto.randomUUID(),
+      payload: { text: last ? textOf(last) : "" },
+    };
+    const signal = AbortSignal.any([AbortSignal.timeout(TURN_BUDGET_MS), ...(abortSignal ? [abortSignal] : [])]);
+    const window = this.messages.slice(-MODEL_WINDOW);
+
+    return createUIMessageStream({
+      execute: async ({ writer }) => {
+        let failed = false;
+        try {
+          const result = streamText({
+            model: this.modelOverride ?? createChatModel(config, this.env),
+            system: systemPrompt({ name: "", now: new Date(), timezone: "UTC" }),
+            messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
+            tools: memoryTools({ db: this.#db(), userId: this.userId, embedder: createEmbedder(config, this.env), source }),
+            stopWhen: isStepCount(MAX_STEPS),
+            abortSignal: signal,
+            maxRetries: 1,
+          });
+          for await (const chunk of result.toUIMessageStream({ onError: (error) => describe(error) })) {
+            if (chunk.type === "error") {
+              failed = true;
+              console.error(JSON.stringify({ level: "error", agent: this.userId, turn: "model", error: chunk.errorText }));
+              continue;
+            }
+            if (chunk.type !== "finish") writer.write(chunk);
+          }
+        } catch (error) {
+          failed = true;
+          console.error(JSON.stringify({ level: "error", agent: this.userId, turn: "model", error: describe(error) }));
+        }
+        if (failed || signal.aborted) {
+          const id = `apology-${crypto.randomUUID()}`;
+          writer.write({ type: "text-start", id });
+          writer.write({ type: "text-delta", id, delta: APOLOGY });
+          writer.write({ type: "text-end", id });
+        }
+        writer.write({ type: "finish" });
+      },
+    });
+  }
+
+  #kick(): Promise<void> {
+    this.#draining ??= this.#drain().finally(() => {
+      this.#draining = undefined;
+    });
+    return this.#draining;
+  }
+
+  async #drain(): Promise<void> {
+    for (;;) {
+      const [item] = this.sql<InboxRow>`select * from soma_inbox where state in ('pending', 'replied') order by seq limit 1`;
+      if (!item) break;
+      let reply = item.reply;
+      if (item.state === "pending") {
+        reply = await this.#answer(item);
+        this.sql`update soma_inbox set state = 'replied', reply = ${reply} where id = ${item.id}`;
+      }
+      // At most once: once marked delivering, a crash never resends (a duplicate reply is worse than a
+      // lost one the person can ask again for, and the conversation keeps the answer either way).
+      this.sql`update soma_inbox set state = 'delivering' where id = ${item.id}`;
+      try {
+        await this.#sender().sendText(item.chat_id, reply ?? APOLOGY);
+      } catch (error) {
+        console.error(JSON.stringify({ level: "error", agent: this.userId, inbox: item.id, delivery: describe(error) }));
+      }
+      this.sql`update soma_inbox set state = 'done' where id = ${item.id}`;
+    }
+    this.sql`delete from soma_inbox where state = 'done' and received_at < ${Date.now() - DEDUPE_RETENTION_MS}`;
+  }
+
+  /** Runs the turn for an inbox item (once, even across restarts) and returns the reply text. */
+  async #answer(item: InboxRow): Promise<string> {
+    const messageId = item.id;
+    const answered = this.#replyAfter(messageId);
+    if (answered !== null) return answered;
+    this.#showTyping(item.chat_id);
+    const source = JSON.parse(item.source_ref) as SourceRef;
+    const already = this.messages.some((m) => m.id === messageId);
+    const result = await this.saveMessages((messages) =>
+      already
+        ? [...messages]
+        : [...messages, { id: messageId, role: "user", parts: [{ type: "text", text: item.text }], metadata: { source } satisfies MessageSource }],
+    );
+    return this.#replyAfter(messageId) ?? (result.status === "completed" ? "" : APOLOGY);
+  }
+
+  /** The assistant's text right after the user message `id`, or null if there is none yet. */
+  #replyAfter(id: string): string | null {
+    const index = this.messages.findIndex((m) => m.id === id);
+    const next = index >= 0 ? this.messages[index + 1] : undefined;
+    return next?.role === "assistant" ? textOf(next) : null;
+  }
+
+  #showTyping(chatId: number): void {
+    try {
+      void this.#sender().typing(chatId);
+    } catch {
+      // no bot configured: nothing to show
+    }
+  }
+
+  #pendingCount(): number {
+    return this.sql<{ n: number }>`select count(*) as n from soma_inbox where state in ('pending', 'replied')`[0]?.n ?? 0;
+  }
+
+  #db(): Database {
+    this.#database ??= workerdDatabase(this.env.HYPERDRIVE.connectionString);
+    return this.#database;
+  }
+
+  #sender(): TelegramSender {
+    const config = loadConfig(this.env);
+    if (!config.TELEGRAM_BOT_TOKEN) throw new Error("TELEGRAM_BOT_TOKEN is not set");
+    this.#telegram ??= new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT);
+    return this.#telegram;
+  }
+}
+
+function textOf(message: UIMessage): string {
+  return message.parts
+    .map((part) => (part.type === "text" ? part.text : ""))
+    .join("")
+    .trim();
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -7,5 +7,7 @@ declare module "vitest" {
     databaseUrl: string;
     /** A TCP server that accepts connections and never answers: a hung database. */
     hangingDatabaseUrl: string;
+    /** tests/setup/stand-ins.ts: Bot API at /bot<token>/…, chat completions at /v1. */
+    standInUrl: string;
   }
 }

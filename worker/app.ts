@@ -9,6 +9,7 @@ import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "./config";
 import { ApiError, errorResponse } from "./errors";
 import { login } from "./pages/login";
+import { agent } from "./routes/agent";
 import { chat } from "./routes/chat";
 import { health } from "./routes/health";
 import type { AppEnv } from "./types";
@@ -45,6 +46,7 @@ export function createApp() {
 
   app.route("/api/health", health);
   app.route("/api/chat", chat);
+  app.route("/api/agent", agent);
   app.route("/login", login);
 
   const knownRoutes = app.routes

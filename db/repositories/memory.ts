@@ -140,6 +140,10 @@ const MAX_VECTOR_DISTANCE = 0.6;
 const CANDIDATES = 50;
 /** Reciprocal-rank-fusion constant (Cormack et al.). */
 const RRF_K = 60;
+/** An exact name match outranks any fused score (one list's top rank is 1/61 ≈ 0.016). */
+const EXACT_NAME_BONUS = 0.05;
+/** Small nudge toward what was touched recently (decays over ~30 days). */
+const RECENCY_WEIGHT = 0.002;
 
 const STOPWORDS = new Set(
   "a an and are as at be book books by did do does for from have how i in is it me my of on or read the to was what when where which who why with you your remember know about".split(" "),
@@ -182,7 +186,7 @@ export async function recallEntities(tx: Tx, query: RecallQuery): Promise<Recall
       order by ts_rank_cd(search, q) desc limit ${CANDIDATES}
     ),
     trigram_hits as (
-      select id, row_number() over (order by greatest(similarity(normalized_name, ${phrase}), word_similarity(${phrase}, normalized_name)) desc) as rank
+      select id, row_number() over (order by similarity(normalized_name, ${phrase}) desc, word_similarity(${phrase}, normalized_name) desc) as rank
       from entities
       where ${phrase} <> '' and status = 'active' and (normalized_name % ${phrase} or normalized_name %> ${phrase})
         and (${type}::text is null or type = ${type})
@@ -203,7 +207,9 @@ export async function recallEntities(tx: Tx, query: RecallQuery): Promise<Recall
       ) hits group by id
     )
     select e.id, e.type, e.name, e.properties, e.created_at, e.updated_at,
-           f.rrf + 0.002 * exp(-extract(epoch from now() - e.updated_at) / (30 * 86400)) as score,
+           f.rrf
+             + case when e.normalized_name = ${normalized} then ${EXACT_NAME_BONUS}::float8 else 0 end
+             + ${RECENCY_WEIGHT}::float8 * exp(-extract(epoch from now() - e.updated_at) / (30 * 86400)) as score,
            f.matched_by, s.kind as source_kind, s.external_id as source_external_id,
            s.payload ->> 'text' as source_text, s.created_at as source_at
     from fused f

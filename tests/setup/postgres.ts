@@ -1,9 +1,11 @@
 // Global setup (runs in Node once per test run): the embedded Postgres every suite uses, set up with
-// the same `npm run db:setup` code as production, plus a server that plays a hung database.
+// the same `npm run db:setup` code as production, a server that plays a hung database, and the HTTP
+// stand-ins for Telegram and a chat-completions model (tests/setup/stand-ins.ts).
 import { createServer, type Socket } from "node:net";
 import type { TestProject } from "vitest/node";
 import { setupDatabase } from "../../ops/db-setup";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
+import { startStandIns } from "./stand-ins";
 
 export default async function setup(project: TestProject) {
   const postgres = await startEmbeddedPostgres();
@@ -18,12 +20,15 @@ export default async function setup(project: TestProject) {
   const address = hanging.address();
   const hangingPort = typeof address === "object" && address ? address.port : 0;
 
+  const standIns = await startStandIns();
+  project.provide("standInUrl", standIns.url);
   project.provide("databaseUrl", postgres.url);
   project.provide("hangingDatabaseUrl", `postgres://postgres:postgres@127.0.0.1:${hangingPort}/postgres`);
 
   return async () => {
     for (const socket of sockets) socket.destroy();
     await new Promise<void>((resolve) => hanging.close(() => resolve()));
+    await standIns.stop();
     await postgres.stop();
   };
 }

@@ -2,5 +2,7 @@
 declare namespace Cloudflare {
   interface Env {
     HANGING_DATABASE_URL: string;
+    STAND_IN_URL: string;
+    TELEGRAM_BOT_TOKEN: string;
   }
 }

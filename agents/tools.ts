@@ -1,0 +1,137 @@
+// The memory tools the model sees. The person is never an input: every tool is bound to this agent's
+// user id, and every database call runs through Database.withUser, so row-level security holds even
+// if the model is told to reach someone else's memories.
+import { tool, type ToolSet } from "ai";
+import { z } from "zod";
+import type { Database } from "../db/database";
+import {
+  archiveEntity,
+  captureEntity,
+  createReminder,
+  recallEntities,
+  recordSource,
+  relateEntities,
+  updateEntityProperties,
+  type SourceRef,
+} from "../db/repositories/memory";
+import type { Embedder } from "./model/embeddings";
+
+export interface ToolContext {
+  db: Database;
+  userId: string;
+  embedder: Embedder;
+  /** The message this turn answers: provenance for everything it writes. */
+  source: SourceRef;
+  /** Told about every write, for the UI's memory activity and for traces. */
+  onActivity?: (activity: MemoryActivity) => void;
+}
+
+export type MemoryActivity =
+  | { kind: "captured"; entityId: string; type: string; name: string; created: boolean }
+  | { kind: "forgotten"; entityId: string }
+  | { kind: "updated"; entityId: string }
+  | { kind: "related"; edgeId: string }
+  | { kind: "scheduled"; eventId: string; at: string };
+
+const entityType = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .regex(/^[a-z][a-z0-9_ -]{0,39}$/, "a short lowercase word such as book, movie, place, person")
+  .describe("Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …");
+const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
+const entityId = z.uuid().describe("id of an entity from memory_recall or memory_capture");
+
+export function memoryTools(context: ToolContext): ToolSet {
+  const { db, userId, embedder } = context;
+  const embed = async (text: string) => (await embedder.embed([text]).catch(() => null))?.[0] ?? null;
+
+  return {
+    memory_capture: tool({
+      description: "Save something the person told you about their life. Saving the same thing twice keeps one memory and merges details.",
+      inputSchema: z.object({
+        type: entityType,
+        name: z.string().trim().min(1).max(200).describe("The name or title, as the person said it"),
+        properties: properties.optional().describe("Details worth keeping, e.g. {author: \"Frank Herbert\"}"),
+      }),
+      execute: async (input) => {
+        const embedding = await embed(`${input.type}: ${input.name}`);
+        const result = await db.withUser(userId, async (tx) => {
+          const sourceId = await recordSource(tx, userId, context.source);
+          return captureEntity(tx, userId, { ...input, embedding, sourceId });
+        });
+        context.onActivity?.({ kind: "captured", entityId: result.entityId, type: input.type, name: input.name, created: result.created });
+        return result;
+      },
+    }),
+
+    memory_recall: tool({
+      description: "Search the person's memories by meaning, words and spelling. Pass `type` to list every memory of a kind (\"which books did I read?\" → type book).",
+      inputSchema: z.object({
+        query: z.string().trim().min(1).max(500),
+        type: entityType.optional(),
+        limit: z.number().int().min(1).max(50).default(10),
+      }),
+      execute: async (input) => {
+        const embedding = await embed(input.query);
+        return db.withUser(userId, (tx) => recallEntities(tx, { ...input, embedding }));
+      },
+    }),
+
+    memory_update: tool({
+      description: "Add or change details of a memory.",
+      inputSchema: z.object({ entityId, properties }),
+      execute: async ({ entityId: id, properties: details }) => {
+        const updated = await db.withUser(userId, (tx) => updateEntityProperties(tx, id, details));
+        if (updated) context.onActivity?.({ kind: "updated", entityId: id });
+        return { updated };
+      },
+    }),
+
+    memory_forget: tool({
+      description: "Forget a memory (it is archived and never recalled again).",
+      inputSchema: z.object({ entityId }),
+      execute: async ({ entityId: id }) => {
+        const archived = await db.withUser(userId, (tx) => archiveEntity(tx, id));
+        if (archived) context.onActivity?.({ kind: "forgotten", entityId: id });
+        return { archived };
+      },
+    }),
+
+    memory_relate: tool({
+      description: "Link two memories, e.g. a book written_by a person.",
+      inputSchema: z.object({
+        fromId: entityId,
+        toId: entityId,
+        type: z.string().trim().toLowerCase().regex(/^[a-z][a-z_]{0,39}$/).describe("relation in snake_case, e.g. written_by, lives_in"),
+      }),
+      execute: async (input) => {
+        const edgeId = await db.withUser(userId, async (tx) => {
+          const sourceId = await recordSource(tx, userId, context.source);
+          return relateEntities(tx, userId, { ...input, sourceId });
+        });
+        if (!edgeId) return { error: "unknown entity" };
+        context.onActivity?.({ kind: "related", edgeId });
+        return { edgeId };
+      },
+    }),
+
+    schedule_create: tool({
+      description: "Schedule a reminder to send the person at a time.",
+      inputSchema: z.object({
+        text: z.string().trim().min(1).max(1000),
+        at: z.iso.datetime({ offset: true }).describe("ISO 8601 time with offset, in the future"),
+      }),
+      execute: async ({ text, at }) => {
+        const when = new Date(at);
+        if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
+        const eventId = await db.withUser(userId, async (tx) => {
+          const sourceId = await recordSource(tx, userId, context.source);
+          return createReminder(tx, userId, { text, at: when, sourceId });
+        });
+        context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
+        return { eventId };
+      },
+    }),
+  };
+}

@@ -1,0 +1,170 @@
+// Local HTTP stand-ins for the services Soma talks to, on 127.0.0.1, shared by the test suites:
+//   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected)
+//   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model)
+//   embeddings        POST /v1/embeddings
+// Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
+// GET /__requests lists chat-completion requests.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+interface BotCall {
+  method: string;
+  payload: Record<string, unknown>;
+  at: number;
+}
+
+interface InjectedFailure {
+  method: string;
+  chatId?: number;
+  times: number;
+  errorCode: number;
+  retryAfter?: number;
+}
+
+export interface StandIns {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export async function startStandIns(): Promise<StandIns> {
+  const calls: BotCall[] = [];
+  const failures: InjectedFailure[] = [];
+  const completionRequests: unknown[] = [];
+  let messageId = 1000;
+
+  const server: Server = createServer(async (req, res) => {
+    try {
+      const url = new URL(req.url ?? "/", "http://stand-in");
+      const body = req.method === "POST" ? await readBody(req) : "";
+      if (url.pathname === "/__calls") {
+        const chatId = url.searchParams.get("chat_id");
+        const method = url.searchParams.get("method");
+        return json(res, 200, calls.filter((c) => (!chatId || String(c.payload.chat_id) === chatId) && (!method || c.method === method)));
+      }
+      if (url.pathname === "/__fail") {
+        failures.push(JSON.parse(body) as InjectedFailure);
+        return json(res, 200, { ok: true });
+      }
+      if (url.pathname === "/__requests") return json(res, 200, completionRequests);
+
+      const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
+      if (bot) return botApi(bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
+      if (url.pathname === "/v1/chat/completions") {
+        const request = JSON.parse(body) as ChatRequest;
+        completionRequests.push(request);
+        return chatCompletion(request, res);
+      }
+      if (url.pathname === "/v1/embeddings") {
+        const { input } = JSON.parse(body) as { input: string[] };
+        return json(res, 200, { data: input.map((text, index) => ({ index, embedding: pseudoEmbedding(text) })) });
+      }
+      json(res, 404, { error: "no such stand-in route" });
+    } catch (error) {
+      json(res, 500, { error: String(error) });
+    }
+  });
+
+  function botApi(method: string, payload: Record<string, unknown>, res: ServerResponse) {
+    const failure = failures.find((f) => f.method === method && f.times > 0 && (f.chatId === undefined || f.chatId === payload.chat_id));
+    if (failure) {
+      failure.times--;
+      calls.push({ method: `${method}:failed`, payload, at: Date.now() });
+      return json(res, failure.errorCode, {
+        ok: false,
+        error_code: failure.errorCode,
+        description: failure.errorCode === 429 ? "Too Many Requests: retry later" : "Internal Server Error",
+        ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
+      });
+    }
+    calls.push({ method, payload, at: Date.now() });
+    if (method === "sendMessage") {
+      return json(res, 200, {
+        ok: true,
+        result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, text: payload.text },
+      });
+    }
+    if (method === "getMe") {
+      return json(res, 200, { ok: true, result: { id: 42, is_bot: true, first_name: "Soma", username: "soma_test_bot" } });
+    }
+    return json(res, 200, { ok: true, result: true });
+  }
+
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+interface ChatRequest {
+  stream?: boolean;
+  messages: Array<{ role: string; content?: string | null; tool_calls?: unknown[] }>;
+}
+
+/** A scripted model behind the chat-completions protocol: one tool call for known sentences, then text. */
+function chatCompletion(request: ChatRequest, res: ServerResponse) {
+  const last = request.messages.at(-1);
+  const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
+  let reply: { content?: string; toolCall?: { name: string; arguments: string } };
+  if (last?.role === "tool") {
+    reply = { content: `Done. Tool said: ${String(last.content).slice(0, 300)}` };
+  } else {
+    const text = String(lastUser?.content ?? "");
+    const read = /I (?:just )?(?:finished reading|read) (.+?)[.!]?$/i.exec(text);
+    if (read) reply = { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: read[1] }) } };
+    else if (/which books/i.test(text)) reply = { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book" }) } };
+    else reply = { content: "Hello from the stand-in model." };
+  }
+  const id = `chatcmpl-${Date.now()}`;
+  const finish = reply.toolCall ? "tool_calls" : "stop";
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!request.stream) {
+    return json(res, 200, {
+      id,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: "stand-in",
+      choices: [{
+        index: 0,
+        finish_reason: finish,
+        message: reply.toolCall
+          ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: reply.toolCall }] }
+          : { role: "assistant", content: reply.content },
+      }],
+      usage,
+    });
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const chunk = (delta: unknown, finishReason: string | null, extra: object = {}) =>
+    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "stand-in", choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
+  if (reply.toolCall) {
+    chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: reply.toolCall.name, arguments: "" } }] }, null);
+    chunk({ tool_calls: [{ index: 0, function: { arguments: reply.toolCall.arguments } }] }, null);
+  } else {
+    for (const word of (reply.content ?? "").split(/(?<= )/)) chunk({ content: word }, null);
+  }
+  chunk({}, finish, { usage });
+  res.end("data: [DONE]\n\n");
+}
+
+function pseudoEmbedding(text: string): number[] {
+  const vector = new Array<number>(1024).fill(0);
+  for (let i = 0; i < text.length; i++) vector[(text.charCodeAt(i) * 31 + i) % 1024]! += 1;
+  const norm = Math.hypot(...vector) || 1;
+  return vector.map((v) => v / norm);
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function json(res: ServerResponse, status: number, body: unknown) {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(body));
+}

@@ -71,6 +71,8 @@ export class UserAgent extends AIChatAgent<Env> {
   override maxPersistedMessages = 500;
   /** Replaces the configured model; tests set it through runInDurableObject with a scripted model. */
   modelOverride: LanguageModel | undefined;
+  /** The whole-turn budget; tests shorten it to exercise the timeout path. */
+  turnBudgetMs = TURN_BUDGET_MS;
   #draining: Promise<void> | undefined;
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
@@ -113,6 +115,22 @@ export class UserAgent extends AIChatAgent<Env> {
     return { status: "queued" };
   }
 
+  /**
+   * One chat turn for an API client, in the same conversation and turn queue as every other door.
+   * Returns the reply once the turn is complete.
+   */
+  async chat(text: string): Promise<{ status: "ok"; messageId: string; reply: string } | { status: "rate_limited" }> {
+    const message = z.string().trim().min(1).max(8000).parse(text);
+    if (!this.allow("chat")) return { status: "rate_limited" };
+    const messageId = `web:${crypto.randomUUID()}`;
+    const source: SourceRef = { kind: "web", externalId: messageId, payload: { text: message } };
+    await this.saveMessages((messages) => [
+      ...messages,
+      { id: messageId, role: "user", parts: [{ type: "text", text: message }], metadata: { source } satisfies MessageSource },
+    ]);
+    return { status: "ok", messageId, reply: this.#replyAfter(messageId) ?? APOLOGY };
+  }
+
   /** Watchdog alarm: continues an inbox whose drain did not finish (eviction, crash). */
   async resumeInbox(): Promise<void> {
     await this.#kick();
@@ -136,8 +154,12 @@ export class UserAgent extends AIChatAgent<Env> {
 
   /** Clears the conversation (memory in Postgres stays). */
   async reset(): Promise<void> {
+    // The same steps as the chat protocol's own "clear" (AIChatAgent keeps its transcript in the
+    // default session of `this.sessions`), then every open client is told.
     this.resetTurnState();
-    await this.persistMessages([]);
+    await this.sessions.session().clearMessages();
+    this.messages = [];
+    this.broadcast(JSON.stringify({ type: "cf_agent_chat_clear" }));
   }
 
   override async onChatMessage(_onFinish: unknown, options?: OnChatMessageOptions): Promise<Response> {
@@ -153,7 +175,7 @@ export class UserAgent extends AIChatAgent<Env> {
       externalId: last?.id ?? crypto.randomUUID(),
       payload: { text: last ? textOf(last) : "" },
     };
-    const signal = AbortSignal.any([AbortSignal.timeout(TURN_BUDGET_MS), ...(abortSignal ? [abortSignal] : [])]);
+    const signal = AbortSignal.any([AbortSignal.timeout(this.turnBudgetMs), ...(abortSignal ? [abortSignal] : [])]);
     const window = this.messages.slice(-MODEL_WINDOW);
 
     return createUIMessageStream({

@@ -55,7 +55,7 @@ export function parseIntent(text: string): Intent {
       const word = typed[1].toLowerCase();
       return { kind: "list", type: PLURALS[word] ?? word, label: word.endsWith("s") || word === "people" ? word : `${word}s` };
     }
-    const about = /\b(?:about|remember|know)\s+(.+?)\??$/i.exec(clean);
+    const about = /\b(?:remember|know|about)\s+(?:anything\s+)?(?:about\s+)?(.+?)\??$/i.exec(clean);
     if (about?.[1]) return { kind: "about", query: stripQuotes(about[1]) };
     return { kind: "chat" };
   }

@@ -26,3 +26,31 @@ export async function sessionCookie(person: Person): Promise<string> {
 export function call(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`https://soma.test${path}`, init));
 }
+
+export interface BotCall {
+  method: string;
+  payload: { chat_id?: number; text?: string; [key: string]: unknown };
+  at: number;
+}
+
+/** Bot API calls the stand-in received for `chatId` (tests/setup/stand-ins.ts). */
+export async function botCalls(chatId: number, method = "sendMessage"): Promise<BotCall[]> {
+  const response = await fetch(`${env.STAND_IN_URL}/__calls?chat_id=${chatId}&method=${encodeURIComponent(method)}`);
+  return (await response.json()) as BotCall[];
+}
+
+/** Texts the bot sent to `chatId`, in order. */
+export async function botReplies(chatId: number): Promise<string[]> {
+  return (await botCalls(chatId)).map((call) => String(call.payload.text));
+}
+
+/** Makes the Bot API stand-in fail `method` for `chatId` the next `times` calls. */
+export async function failBotApi(failure: { method: string; chatId: number; times: number; errorCode: number; retryAfter?: number }) {
+  await fetch(`${env.STAND_IN_URL}/__fail`, { method: "POST", body: JSON.stringify(failure) });
+}
+
+let nextChat = Math.floor(Math.random() * 1e9);
+/** A Telegram chat id no other test uses. */
+export function newChatId(): number {
+  return ++nextChat;
+}

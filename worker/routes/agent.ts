@@ -11,5 +11,7 @@ export const agent = new Hono<AppEnv>().get("/", requireSession("reject"), async
     throw new ApiError("bad_request", "This endpoint speaks WebSocket: send an Upgrade: websocket request.");
   }
   const stub = await agentFor(c.env, c.var.person.id);
-  return stub.fetch(c.req.raw);
+  const upgraded = await stub.fetch(c.req.raw);
+  // A Durable Object's response has immutable headers; copy it so the app's middleware can add its own.
+  return new Response(upgraded.body, { status: upgraded.status, headers: new Headers(upgraded.headers), webSocket: upgraded.webSocket });
 });

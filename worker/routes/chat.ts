@@ -1,7 +1,9 @@
-// POST /api/chat: one chat turn over HTTP for API clients. The session check comes first, before the
+// POST /api/chat: one chat turn over HTTP for API clients, answered with the reply as JSON. The session check comes first, before the
 // body is even read: without a session the answer is 307 to /login whatever was sent (spec, smoke 4).
 import { Hono } from "hono";
 import { z } from "zod";
+import { RATE_LIMITS } from "../../agents/user-agent";
+import { agentFor } from "../agent-routing";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
@@ -20,6 +22,11 @@ export const chat = new Hono<AppEnv>().post(
   limitBody(MAX_CHAT_BODY_BYTES),
   async (c) => {
     const { message } = await readJson(c, ChatRequest);
-    throw new ApiError("unavailable", `Chat turns arrive with the agent (message of ${message.length} characters not processed).`);
+    const agent = await agentFor(c.env, c.var.person.id);
+    const result = await agent.chat(message);
+    if (result.status === "rate_limited") {
+      throw new ApiError("rate_limited", `At most ${RATE_LIMITS.chat} messages a minute; try again shortly.`, { "Retry-After": "60" });
+    }
+    return c.json({ messageId: result.messageId, reply: result.reply });
   },
 );

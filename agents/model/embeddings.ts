@@ -10,7 +10,12 @@ export interface Embedder {
 }
 
 /** The embedder `config` asks for. */
-export function createEmbedder(config: Config, env: { AI?: Ai }): Embedder {
+/** The Workers AI binding, as far as embeddings use it (keeps this file free of workerd-only types). */
+interface AiBinding {
+  run(model: string, input: { text: string[] }): Promise<unknown>;
+}
+
+export function createEmbedder(config: Config, env: { AI?: AiBinding }): Embedder {
   switch (config.EMBEDDING_PROVIDER) {
     case "local":
       return localEmbedder;
@@ -26,12 +31,12 @@ export const localEmbedder: Embedder = {
   embed: async (texts) => texts.map(embedLocally),
 };
 
-function workersAiEmbedder(ai: Ai | undefined, model: string): Embedder {
+function workersAiEmbedder(ai: AiBinding | undefined, model: string): Embedder {
   return {
     name: `workers-ai:${model}`,
     async embed(texts) {
       if (!ai) throw new Error("EMBEDDING_PROVIDER=workers-ai needs the AI binding");
-      const output = (await ai.run(model as "@cf/baai/bge-m3", { text: texts })) as { data?: number[][] };
+      const output = (await ai.run(model, { text: texts })) as { data?: number[][] };
       return checked(output.data, texts.length);
     },
   };

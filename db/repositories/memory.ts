@@ -155,56 +155,59 @@ const STOPWORDS = new Set(
  * reciprocal-rank fusion plus a small recency term.
  */
 export async function recallEntities(tx: Tx, query: RecallQuery): Promise<RecalledEntity[]> {
+  // Lets the HNSW scan keep going until enough rows survive the RLS and type filters (pgvector ≥ 0.8).
+  await tx.execute(sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+  const rows = (await tx.execute(recallSql(query))) as unknown as RecallRow[];
+  return rows.map(toRecalled);
+}
+
+/** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
+export function recallSql(query: RecallQuery) {
   const normalized = normalizeName(query.query);
   const words = normalized
     .split(/[^\p{L}\p{N}]+/u)
     .filter((w) => w.length > 0 && !STOPWORDS.has(w))
     .slice(0, 12);
-  const tsQuery = words.map((w) => `${w}:*`).join(" | ");
   const phrase = words.join(" ");
-  const type = query.type ?? null;
   const vector = vectorLiteral(query.embedding);
-
-  // Lets the HNSW scan keep going until enough rows survive the RLS and type filters (pgvector ≥ 0.8).
-  await tx.execute(sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-
-  const rows = (await tx.execute(sql`
-    with
-    vector_hits as (
-      select id, row_number() over (order by distance) as rank from (
+  // Each retriever is only part of the statement when it can contribute, and the type filter only
+  // when a type is given: optional predicates written as "($1 is null or …)" make the planner
+  // misjudge row counts and skip the HNSW and trigram indexes.
+  const ofType = query.type ? sql`and type = ${query.type}` : sql``;
+  const retrievers = [];
+  if (vector) {
+    retrievers.push(sql`select id, row_number() over (order by distance) as rank, 'vector' as kind from (
         select id, embedding <=> ${vector}::vector as distance from entities
-        where ${vector}::vector is not null and status = 'active' and embedding is not null
-          and (${type}::text is null or type = ${type})
+        where status = 'active' ${ofType}
         order by embedding <=> ${vector}::vector limit ${CANDIDATES}
-      ) nearest where distance <= ${MAX_VECTOR_DISTANCE}
-    ),
-    fulltext_hits as (
-      select id, row_number() over (order by ts_rank_cd(search, q) desc) as rank
-      from entities, to_tsquery('simple', ${tsQuery}) q
-      where ${tsQuery} <> '' and status = 'active' and search @@ q
-        and (${type}::text is null or type = ${type})
-      order by ts_rank_cd(search, q) desc limit ${CANDIDATES}
-    ),
-    trigram_hits as (
-      select id, row_number() over (order by similarity(normalized_name, ${phrase}) desc, word_similarity(${phrase}, normalized_name) desc) as rank
-      from entities
-      where ${phrase} <> '' and status = 'active' and (normalized_name % ${phrase} or normalized_name %> ${phrase})
-        and (${type}::text is null or type = ${type})
-      limit ${CANDIDATES}
-    ),
-    type_hits as (
-      select id, row_number() over (order by updated_at desc) as rank
-      from entities
-      where ${type}::text is not null and status = 'active' and type = ${type}
-      order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}
-    ),
-    fused as (
-      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
-        select id, rank, 'vector' as kind from vector_hits
-        union all select id, rank, 'fulltext' from fulltext_hits
-        union all select id, rank, 'trigram' from trigram_hits
-        union all select id, rank, 'type' from type_hits
-      ) hits group by id
+      ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`);
+  }
+  if (words.length > 0) {
+    // Every word must appear (the last one as a prefix): selective enough for the GIN index; loose
+    // matches are the trigram retriever's job.
+    const tsQuery = words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
+    retrievers.push(sql`select id, row_number() over (order by ts_rank_cd(search, q) desc) as rank, 'fulltext' as kind
+        from entities, to_tsquery('simple', ${tsQuery}) q
+        where search @@ q and status = 'active' ${ofType}
+        order by ts_rank_cd(search, q) desc limit ${CANDIDATES}`);
+    // Whole-name similarity catches misspellings ("Solaaris"); word-level prefixes are covered by full text.
+    retrievers.push(sql`select id, row_number() over (order by similarity(normalized_name, ${phrase}) desc) as rank, 'trigram' as kind
+        from entities
+        where normalized_name % ${phrase} and status = 'active' ${ofType}
+        order by similarity(normalized_name, ${phrase}) desc limit ${CANDIDATES}`);
+  }
+  if (query.type) {
+    retrievers.push(sql`select id, row_number() over (order by updated_at desc) as rank, 'type' as kind
+        from entities where type = ${query.type} and status = 'active'
+        order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}`);
+  }
+  if (retrievers.length === 0) return sql`select null::uuid as id where false`;
+  const hits = sql.join(retrievers.map((r) => sql`(${r})`), sql` union all `);
+
+  return sql`
+    with fused as (
+      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by
+      from (${hits}) hits group by id
     )
     select e.id, e.type, e.name, e.properties, e.created_at, e.updated_at,
            f.rrf
@@ -216,7 +219,10 @@ export async function recallEntities(tx: Tx, query: RecallQuery): Promise<Recall
     join entities e on e.id = f.id
     left join sources s on s.id = e.source_id
     order by score desc
-    limit ${query.limit}`)) as unknown as Array<{
+    limit ${query.limit}`;
+}
+
+type RecallRow = {
     id: string;
     type: string;
     name: string;
@@ -229,9 +235,10 @@ export async function recallEntities(tx: Tx, query: RecallQuery): Promise<Recall
     source_external_id: string | null;
     source_text: string | null;
     source_at: string | Date | null;
-  }>;
+};
 
-  return rows.map((row) => ({
+function toRecalled(row: RecallRow): RecalledEntity {
+  return {
     entity: {
       id: row.id,
       type: row.type,
@@ -246,7 +253,7 @@ export async function recallEntities(tx: Tx, query: RecallQuery): Promise<Recall
       row.source_kind && row.source_external_id
         ? { kind: row.source_kind, externalId: row.source_external_id, excerpt: row.source_text, at: iso(row.source_at ?? row.created_at) }
         : null,
-  }));
+  };
 }
 
 /** pgvector's text form, or null. */

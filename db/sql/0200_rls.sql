@@ -28,7 +28,8 @@ begin
     execute format('alter table public.%I enable row level security', t);
     execute format('alter table public.%I force row level security', t);
 
-    owner_check := case t when 'users' then 'id = auth.current_user_id()' else 'user_id = auth.current_user_id()' end;
+    -- (select …) makes the setting an InitPlan, read once per statement instead of once per row.
+    owner_check := case t when 'users' then 'id = (select auth.current_user_id())' else 'user_id = (select auth.current_user_id())' end;
     write_check := owner_check || case
       when t in ('entities', 'events', 'facts') then ' and auth.owns_source(source_id)'
       when t = 'edges' then ' and auth.owns_source(source_id) and auth.owns_entity(from_id) and auth.owns_entity(to_id)'

@@ -43,6 +43,7 @@ describe("db:setup", () => {
       "applied 0100_roles.sql",
       "applied 0200_rls.sql",
       "applied 0300_triggers.sql",
+      "applied 0400_planner.sql",
     ]);
     const publicTables = await sql`select tablename from pg_tables where schemaname = 'public'`;
     expect(publicTables).toHaveLength(7);

@@ -10,6 +10,7 @@ import { loadConfig } from "./config";
 import { ApiError, errorResponse } from "./errors";
 import { login } from "./pages/login";
 import { agent } from "./routes/agent";
+import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
 import { health } from "./routes/health";
 import type { AppEnv } from "./types";
@@ -48,6 +49,7 @@ export function createApp() {
   app.route("/api/chat", chat);
   app.route("/api/agent", agent);
   app.route("/login", login);
+  app.route("/", auth);
 
   const knownRoutes = app.routes
     .filter((route) => route.method !== "ALL")

@@ -103,3 +103,16 @@ async function hashToken(token: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** The person with `email`, created on first use (the development sign-in's fixed account). */
+export function ensurePersonByEmail(db: Database, email: string, displayName: string): Promise<Person> {
+  return db.withAuth(async (tx) => {
+    const [row] = await tx
+      .insert(authUsers)
+      .values({ email, displayName })
+      .onConflictDoUpdate({ target: authUsers.email, set: { email } })
+      .returning({ id: authUsers.id, displayName: authUsers.displayName });
+    if (!row) throw new Error("ensurePersonByEmail returned no row");
+    return row;
+  });
+}

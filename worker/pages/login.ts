@@ -6,7 +6,7 @@ import type { AppEnv } from "../types";
 import { page } from "./layout";
 
 export const login = new Hono<AppEnv>().get("/", (c) => {
-  const { TELEGRAM_BOT_USERNAME: bot } = c.var.config;
+  const { TELEGRAM_BOT_USERNAME: bot, ENVIRONMENT } = c.var.config;
   const botLink = bot ? html`<a href="https://t.me/${bot}">@${bot}</a>` : html`the Soma bot`;
   return c.html(
     page(
@@ -19,6 +19,12 @@ export const login = new Hono<AppEnv>().get("/", (c) => {
           <p>Send <code>/login</code> to ${botLink}. It replies with a one-time link that signs you in here
           and shows the same conversation and memories.</p>
         </section>
+        ${ENVIRONMENT === "development"
+          ? html`<section>
+              <h2>Local development</h2>
+              <form method="post" action="/auth/dev"><button type="submit">Sign in as the developer</button></form>
+            </section>`
+          : ""}
       </main>`,
     ),
   );

@@ -1,0 +1,63 @@
+// Guards sign-in basics: the development sign-in exists only in development, refuses cross-site
+// requests, and starts a real session; logout ends it; a session token is never reusable after.
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import worker from "../../worker/index";
+import { call } from "./helpers";
+
+async function asDevelopment(path: string, init: RequestInit = {}) {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`https://soma.test${path}`, init), { ...env, ENVIRONMENT: "development" }, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
+}
+
+function cookieOf(response: Response): string {
+  const set = response.headers.get("set-cookie") ?? "";
+  return set.split(";")[0]!;
+}
+
+describe("POST /auth/dev", () => {
+  it("does not exist outside development", async () => {
+    const response = await call("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
+    expect(response.status).toBe(404);
+  });
+
+  it("refuses a cross-site request", async () => {
+    const response = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://evil.example" } });
+    expect(response.status).toBe(403);
+    expect(response.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("signs in the developer with a secure, HttpOnly session cookie that opens the chat", async () => {
+    const response = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
+    expect(response.status).toBe(200);
+    const setCookie = response.headers.get("set-cookie") ?? "";
+    expect(setCookie).toMatch(/^soma_session=[\w-]{40,};/);
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/Secure/);
+    expect(setCookie).toMatch(/SameSite=Lax/);
+    const chat = await call("/api/chat", {
+      method: "POST",
+      headers: { cookie: cookieOf(response), "content-type": "application/json" },
+      body: JSON.stringify({ message: "I read Dune" }),
+    });
+    expect(chat.status).toBe(200);
+
+    const again = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
+    expect(((await again.json()) as { person: { id: string } }).person.id).toBe(((await response.clone().json()) as { person: { id: string } }).person.id);
+    expect(cookieOf(again)).not.toBe(cookieOf(response));
+  });
+});
+
+describe("POST /logout", () => {
+  it("ends the session: the same cookie no longer works", async () => {
+    const signIn = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
+    const cookie = cookieOf(signIn);
+    const logout = await call("/logout", { method: "POST", headers: { cookie, origin: "https://soma.test" }, redirect: "manual" });
+    expect(logout.status).toBe(303);
+    expect(logout.headers.get("location")).toBe("/login");
+    const chat = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"hi"}', redirect: "manual" });
+    expect(chat.status).toBe(307);
+  });
+});

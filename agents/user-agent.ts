@@ -4,7 +4,7 @@
 // lives in Postgres and is reached only through Database.withUser with this agent's name.
 //
 // Inbox invariants: an input is stored before it is acknowledged; inputs are answered one at a time
-// in arrival order; a crash or eviction mid-turn resumes from storage (onStart and a watchdog alarm);
+// in Telegram's order (update_id); a crash or eviction mid-turn resumes from storage (onStart and a watchdog alarm);
 // the same id twice is answered once; a reply is sent at most once.
 import { AIChatAgent, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import {
@@ -81,6 +81,7 @@ export class UserAgent extends AIChatAgent<Env> {
     this.sql`create table if not exists soma_inbox (
       seq integer primary key autoincrement,
       id text not null unique,
+      sort_key integer not null,
       chat_id integer not null,
       text text not null,
       source_ref text not null,
@@ -108,8 +109,10 @@ export class UserAgent extends AIChatAgent<Env> {
     if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) return { status: "duplicate" };
     if (!this.allow("telegram")) return { status: "rate_limited" };
     const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}`, payload: { text: message.text } };
-    this.sql`insert into soma_inbox (id, chat_id, text, source_ref, received_at)
-             values (${id}, ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${Date.now()})`;
+    // Telegram numbers updates in the order it received them; concurrent deliveries can reach us in
+    // another order, so pending messages are answered by update_id.
+    this.sql`insert into soma_inbox (id, sort_key, chat_id, text, source_ref, received_at)
+             values (${id}, ${message.updateId}, ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${Date.now()})`;
     await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
     this.#kick();
     return { status: "queued" };
@@ -223,7 +226,7 @@ export class UserAgent extends AIChatAgent<Env> {
 
   async #drain(): Promise<void> {
     for (;;) {
-      const [item] = this.sql<InboxRow>`select * from soma_inbox where state in ('pending', 'replied') order by seq limit 1`;
+      const [item] = this.sql<InboxRow>`select * from soma_inbox where state in ('pending', 'replied') order by sort_key, seq limit 1`;
       if (!item) break;
       let reply = item.reply;
       if (item.state === "pending") {

@@ -59,9 +59,11 @@ describe("the Telegram inbox", () => {
     expect(await botReplies(chatId)).toEqual(["Noted: Solaris (book). I'll remember it."]);
   });
 
-  it("answers messages in arrival order, one turn at a time", async () => {
+  it("answers messages in order, one turn at a time, while earlier turns are still running", async () => {
     const { agent, chatId, send } = await setUp();
-    await Promise.all([send("I read Dune"), send("I read Emma"), send("which books did I read?")]);
+    // Each call returns as soon as the message is stored; the first turn is still running when the
+    // next two arrive, and the third only sees both books if the turns did not overlap.
+    for (const text of ["I read Dune", "I read Emma", "which books did I read?"]) await send(text);
     await agent.settle();
     const replies = await botReplies(chatId);
     expect(replies.slice(0, 2)).toEqual(["Noted: Dune (book). I'll remember it.", "Noted: Emma (book). I'll remember it."]);
@@ -83,8 +85,8 @@ describe("the Telegram inbox", () => {
     const t = await setUp();
     const { person, chatId } = t;
     await runInDurableObject(t.agent, (instance: UserAgent) => {
-      instance.sql`insert into soma_inbox (id, chat_id, text, source_ref, received_at)
-                   values ('telegram:crash-1', ${chatId}, 'I visited Lisbon', ${JSON.stringify({ kind: "telegram", externalId: `${chatId}:1` })}, ${Date.now()})`;
+      instance.sql`insert into soma_inbox (id, sort_key, chat_id, text, source_ref, received_at)
+                   values ('telegram:crash-1', 1, ${chatId}, 'I visited Lisbon', ${JSON.stringify({ kind: "telegram", externalId: `${chatId}:1` })}, ${Date.now()})`;
     });
     await t.crash();
     await t.agent.settle();

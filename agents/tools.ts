@@ -74,7 +74,7 @@ export function memoryTools(context: ToolContext): ToolSet {
       }),
       execute: async (input) => {
         const embedding = await embed(input.query);
-        return db.withUser(userId, (tx) => recallEntities(tx, { ...input, embedding }));
+        return db.withUser(userId, (tx) => recallEntities(tx, userId, { ...input, embedding }));
       },
     }),
 

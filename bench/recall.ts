@@ -107,7 +107,7 @@ async function main() {
 
   async function run(q: { query: string; type?: string; limit: number }) {
     const [embedding] = await localEmbedder.embed([q.query]);
-    const rows = await db.withUser(target.id, (tx) => recallEntities(tx, { query: q.query, ...(q.type ? { type: q.type } : {}), limit: q.limit, embedding: embedding! }));
+    const rows = await db.withUser(target.id, (tx) => recallEntities(tx, target.id, { query: q.query, ...(q.type ? { type: q.type } : {}), limit: q.limit, embedding: embedding! }));
     return rows.map((r) => r.entity.name);
   }
 

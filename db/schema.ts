@@ -149,7 +149,8 @@ export const entities = pgTable(
   },
   (t) => [
     uniqueIndex("entities_user_type_name_uq").on(t.userId, t.type, t.normalizedName),
-    index("entities_user_type_idx").on(t.userId, t.type),
+    // (user, type, updated_at): "which books…" reads the newest of a type straight from the index.
+    index("entities_user_type_idx").on(t.userId, t.type, t.updatedAt),
     index("entities_user_status_idx").on(t.userId, t.status),
     index("entities_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
     index("entities_name_trgm").using("gin", t.normalizedName.op("gin_trgm_ops")),

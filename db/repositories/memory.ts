@@ -136,12 +136,18 @@ export async function createReminder(tx: Tx, userId: string, reminder: { text: s
 
 /** Cosine distance past which a vector neighbour is noise rather than a match. */
 const MAX_VECTOR_DISTANCE = 0.6;
-/** Candidates each retriever contributes before fusion. */
+/** Candidates each lexical retriever contributes before fusion. */
 const CANDIDATES = 50;
+/** Nearest neighbours taken from HNSW: within its default ef_search (40), so one index pass suffices. */
+const VECTOR_CANDIDATES = 20;
 /** Reciprocal-rank-fusion constant (Cormack et al.). */
 const RRF_K = 60;
 /** An exact name match outranks any fused score (one list's top rank is 1/61 ≈ 0.016). */
 const EXACT_NAME_BONUS = 0.05;
+/** Full-text matches ranked per query at most. */
+const FULLTEXT_RANKED = 500;
+/** Trigram similarity from which a name counts as a (misspelled) match. */
+const TRIGRAM_MATCH = 0.3;
 /** Small nudge toward what was touched recently (decays over ~30 days). */
 const RECENCY_WEIGHT = 0.002;
 
@@ -154,15 +160,15 @@ const STOPWORDS = new Set(
  * similarity on names, and — when a type is given — every entity of that type, fused with
  * reciprocal-rank fusion plus a small recency term.
  */
-export async function recallEntities(tx: Tx, query: RecallQuery): Promise<RecalledEntity[]> {
-  // Lets the HNSW scan keep going until enough rows survive the RLS and type filters (pgvector ≥ 0.8).
+export async function recallEntities(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledEntity[]> {
+  // Lets the HNSW scan keep going until enough rows survive the person and type filters (pgvector ≥ 0.8).
   await tx.execute(sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
-  const rows = (await tx.execute(recallSql(query))) as unknown as RecallRow[];
+  const rows = (await tx.execute(recallSql(userId, query))) as unknown as RecallRow[];
   return rows.map(toRecalled);
 }
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
-export function recallSql(query: RecallQuery) {
+export function recallSql(userId: string, query: RecallQuery) {
   const normalized = normalizeName(query.query);
   const words = normalized
     .split(/[^\p{L}\p{N}]+/u)
@@ -170,44 +176,69 @@ export function recallSql(query: RecallQuery) {
     .slice(0, 12);
   const phrase = words.join(" ");
   const vector = vectorLiteral(query.embedding);
-  // Each retriever is only part of the statement when it can contribute, and the type filter only
-  // when a type is given: optional predicates written as "($1 is null or …)" make the planner
-  // misjudge row counts and skip the HNSW and trigram indexes.
-  const ofType = query.type ? sql`and type = ${query.type}` : sql``;
-  const retrievers = [];
-  if (vector) {
-    retrievers.push(sql`select id, row_number() over (order by distance) as rank, 'vector' as kind from (
-        select id, embedding <=> ${vector}::vector as distance from entities
-        where status = 'active' ${ofType}
-        order by embedding <=> ${vector}::vector limit ${CANDIDATES}
-      ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`);
-  }
-  if (words.length > 0) {
-    // Every word must appear (the last one as a prefix): selective enough for the GIN index; loose
-    // matches are the trigram retriever's job.
-    const tsQuery = words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
-    retrievers.push(sql`select id, row_number() over (order by ts_rank_cd(search, q) desc) as rank, 'fulltext' as kind
-        from entities, to_tsquery('simple', ${tsQuery}) q
-        where search @@ q and status = 'active' ${ofType}
-        order by ts_rank_cd(search, q) desc limit ${CANDIDATES}`);
-    // Whole-name similarity catches misspellings ("Solaaris"); word-level prefixes are covered by full text.
-    retrievers.push(sql`select id, row_number() over (order by similarity(normalized_name, ${phrase}) desc) as rank, 'trigram' as kind
-        from entities
-        where normalized_name % ${phrase} and status = 'active' ${ofType}
-        order by similarity(normalized_name, ${phrase}) desc limit ${CANDIDATES}`);
-  }
-  if (query.type) {
-    retrievers.push(sql`select id, row_number() over (order by updated_at desc) as rank, 'type' as kind
-        from entities where type = ${query.type} and status = 'active'
-        order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}`);
-  }
-  if (retrievers.length === 0) return sql`select null::uuid as id where false`;
-  const hits = sql.join(retrievers.map((r) => sql`(${r})`), sql` union all `);
+  // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
+  // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
+  // the HNSW and GIN indexes instead of reading all of the person's rows through the btree.
+  // The type filter is only present when a type is given, for the same reason.
+  const scope = sql`user_id = ${userId} and status = 'active' ${query.type ? sql`and type = ${query.type}` : sql``}`;
+  const none = sql`select null::uuid as id, null::text as normalized_name, 0::bigint as rank where false`;
+
+  const vectorHits = vector
+    ? sql`select id, normalized_name, row_number() over (order by distance) as rank from (
+          select id, normalized_name, embedding <=> ${vector}::vector as distance from entities
+          where ${scope} order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES}
+        ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`
+    : none;
+  // Every word must appear, the last one as a prefix: selective enough for the GIN index.
+  const tsQuery = words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
+  const fulltextHits = words.length
+    ? sql`select id, normalized_name, row_number() over (order by ts_rank_cd(search, q) desc) as rank
+          from (
+            -- Ranking is the costly part; a very common word ranks at most this many matches.
+            select id, normalized_name, search from entities
+            where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
+          ) matches, to_tsquery('simple', ${tsQuery}) q
+          order by ts_rank_cd(search, q) desc limit ${CANDIDATES}`
+    : none;
+  // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
+  // similarity, which costs nothing; only when none of them is name-like does the statement fall
+  // back to a trigram index scan over all the person's names (a one-time filter skips it otherwise).
+  // (A typed question already lists every entity of the type, so it never needs the fallback.)
+  const fallback = query.type
+    ? sql``
+    : sql`union
+          select id, similarity(normalized_name, ${phrase}) as sim from entities
+          where ${scope} and normalized_name % ${phrase}
+            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})`;
+  const trigramHits = words.length
+    ? sql`select id, row_number() over (order by sim desc) as rank from (
+          select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
+          ${fallback}
+          order by sim desc limit ${CANDIDATES}
+        ) t`
+    : none;
+  const typeHits = query.type
+    ? sql`select id, null::text as normalized_name, row_number() over (order by updated_at desc) as rank
+          from entities where ${scope} order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}`
+    : none;
 
   return sql`
-    with fused as (
-      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by
-      from (${hits}) hits group by id
+    with
+    vector_hits as materialized (${vectorHits}),
+    fulltext_hits as materialized (${fulltextHits}),
+    fuzzy as materialized (
+      select id, similarity(normalized_name, ${phrase}) as sim
+      from (select id, normalized_name from vector_hits union select id, normalized_name from fulltext_hits) c
+    ),
+    trigram_hits as (${trigramHits}),
+    type_hits as (${typeHits}),
+    fused as (
+      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
+        select id, rank, 'vector' as kind from vector_hits
+        union all select id, rank, 'fulltext' from fulltext_hits
+        union all select id, rank, 'trigram' from trigram_hits
+        union all select id, rank, 'type' from type_hits
+      ) hits group by id
     )
     select e.id, e.type, e.name, e.properties, e.created_at, e.updated_at,
            f.rrf

@@ -24,6 +24,7 @@ import { loadConfig } from "../worker/config";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
+import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
 import { memoryTools } from "./tools";
 
@@ -40,7 +41,7 @@ const WATCHDOG_SECONDS = 30;
 
 export const APOLOGY = "Sorry, I couldn't think that through just now. Your message is saved; please try again in a moment.";
 
-export const RATE_LIMITS = { telegram: 10, chat: 20 } as const satisfies Record<string, number>;
+export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
 export type Channel = keyof typeof RATE_LIMITS;
 
 export const TelegramInput = z.object({
@@ -48,13 +49,20 @@ export const TelegramInput = z.object({
   chatId: z.number().int(),
   messageId: z.number().int().nonnegative(),
   text: z.string().max(20_000),
+  /** The sender was created by this message: the reply starts with the welcome. */
+  firstContact: z.boolean().default(false),
 });
-export type TelegramInput = z.infer<typeof TelegramInput>;
+export type TelegramInput = z.input<typeof TelegramInput>;
+
+export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
+export const TEXT_ONLY = "I can only read text messages for now.";
 
 type InboxState = "pending" | "replied" | "delivering" | "done";
 
 interface InboxRow {
   id: string;
+  kind: "message" | "notice";
+  first_contact: number;
   chat_id: number;
   text: string;
   source_ref: string;
@@ -82,6 +90,8 @@ export class UserAgent extends AIChatAgent<Env> {
       seq integer primary key autoincrement,
       id text not null unique,
       sort_key integer not null,
+      kind text not null default 'message',
+      first_contact integer not null default 0,
       chat_id integer not null,
       text text not null,
       source_ref text not null,
@@ -107,12 +117,20 @@ export class UserAgent extends AIChatAgent<Env> {
     const message = TelegramInput.parse(input);
     const id = `telegram:${message.updateId}`;
     if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) return { status: "duplicate" };
-    if (!this.allow("telegram")) return { status: "rate_limited" };
     const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}`, payload: { text: message.text } };
+    let kind: "message" | "notice" | "dropped" = "message";
+    // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
+    // one notice a minute at most; the model never sees it.
+    if (!this.allow("telegram")) kind = this.allow("telegram-notice") ? "notice" : "dropped";
     // Telegram numbers updates in the order it received them; concurrent deliveries can reach us in
     // another order, so pending messages are answered by update_id.
-    this.sql`insert into soma_inbox (id, sort_key, chat_id, text, source_ref, received_at)
-             values (${id}, ${message.updateId}, ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${Date.now()})`;
+    this.sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
+             values (${id}, ${message.updateId}, ${kind === "dropped" ? "notice" : kind}, ${message.firstContact ? 1 : 0},
+                     ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${kind === "dropped" ? "done" : "pending"}, ${Date.now()})`;
+    if (kind !== "message") {
+      if (kind === "notice") this.#kick();
+      return { status: "rate_limited" };
+    }
     await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
     this.#kick();
     return { status: "queued" };
@@ -246,8 +264,22 @@ export class UserAgent extends AIChatAgent<Env> {
     this.sql`delete from soma_inbox where state = 'done' and received_at < ${Date.now() - DEDUPE_RETENTION_MS}`;
   }
 
-  /** Runs the turn for an inbox item (once, even across restarts) and returns the reply text. */
+  /** The reply to an inbox item: a notice, a command's answer, or the model's turn (run once, even across restarts). */
   async #answer(item: InboxRow): Promise<string> {
+    if (item.kind === "notice") return RATE_NOTICE;
+    const welcome = item.first_contact ? `${WELCOME}\n\n` : "";
+    if (!item.text.trim()) return `${welcome}${TEXT_ONLY}`;
+    const command = await answerCommand(item.text, {
+      db: this.#db(),
+      userId: this.userId,
+      appBaseUrl: loadConfig(this.env).APP_BASE_URL,
+      reset: () => this.reset(),
+    });
+    if (command !== null) return command === WELCOME ? WELCOME : `${welcome}${command}`;
+    return `${welcome}${await this.#turnReply(item)}`;
+  }
+
+  async #turnReply(item: InboxRow): Promise<string> {
     const messageId = item.id;
     const answered = this.#replyAfter(messageId);
     if (answered !== null) return answered;

@@ -13,6 +13,7 @@ import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
 import { health } from "./routes/health";
+import { telegram } from "./routes/telegram";
 import type { AppEnv } from "./types";
 
 export function createApp() {
@@ -48,6 +49,7 @@ export function createApp() {
   app.route("/api/health", health);
   app.route("/api/chat", chat);
   app.route("/api/agent", agent);
+  app.route("/api/messenger/webhook", telegram);
   app.route("/login", login);
   app.route("/", auth);
 

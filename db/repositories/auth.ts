@@ -1,6 +1,6 @@
 // Sign-in records: people, browser sessions and one-time login links. Runs as soma_auth, which sees
 // the auth schema and nothing of the user data. Tokens are random; only their SHA-256 is stored.
-import { and, eq, gt, isNull } from "drizzle-orm";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import type { Database, Tx } from "../database";
 import { authLoginTokens, authSessions, authUsers } from "../schema";
 
@@ -114,5 +114,26 @@ export function ensurePersonByEmail(db: Database, email: string, displayName: st
       .returning({ id: authUsers.id, displayName: authUsers.displayName });
     if (!row) throw new Error("ensurePersonByEmail returned no row");
     return row;
+  });
+}
+
+/**
+ * The person behind a Telegram account, created on first contact (`created` true then). Keeps the
+ * chat id current: replies and reminders go there.
+ */
+export function ensureTelegramPerson(
+  db: Database,
+  account: { telegramUserId: number; chatId: number; displayName: string },
+): Promise<Person & { created: boolean }> {
+  return db.withAuth(async (tx) => {
+    const rows = (await tx.execute(sql`
+      insert into auth.users (display_name, telegram_user_id, telegram_chat_id)
+      values (${account.displayName}, ${account.telegramUserId}, ${account.chatId})
+      on conflict (telegram_user_id) do update set telegram_chat_id = excluded.telegram_chat_id
+        where auth.users.telegram_chat_id is distinct from excluded.telegram_chat_id
+      returning id, display_name, (xmax = 0) as created`)) as unknown as Array<{ id: string; display_name: string; created: boolean }>;
+    const row = rows[0] ?? (await tx.select({ id: authUsers.id, display_name: authUsers.displayName }).from(authUsers).where(eq(authUsers.telegramUserId, account.telegramUserId)))[0];
+    if (!row) throw new Error("ensureTelegramPerson found no row");
+    return { id: row.id, displayName: row.display_name, created: "created" in row ? Boolean(row.created) : false };
   });
 }

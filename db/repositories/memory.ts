@@ -300,3 +300,14 @@ function iso(value: string | Date): string {
 function parseTextArray(value: string): string[] {
   return value.replace(/^\{|\}$/g, "").split(",").filter(Boolean);
 }
+
+/** The person's most recently touched active memories, optionally of one type. */
+export async function recentEntities(tx: Tx, limit: number, type?: string): Promise<Array<{ id: string; type: string; name: string }>> {
+  const rows = await tx
+    .select({ id: entities.id, type: entities.type, name: entities.name })
+    .from(entities)
+    .where(and(eq(entities.status, "active"), type ? eq(entities.type, type) : undefined))
+    .orderBy(sql`${entities.updatedAt} desc`)
+    .limit(limit);
+  return rows;
+}

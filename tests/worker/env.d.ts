@@ -4,5 +4,6 @@ declare namespace Cloudflare {
     HANGING_DATABASE_URL: string;
     STAND_IN_URL: string;
     TELEGRAM_BOT_TOKEN: string;
+    TELEGRAM_WEBHOOK_SECRET: string;
   }
 }

@@ -54,3 +54,14 @@ let nextChat = Math.floor(Math.random() * 1e9);
 export function newChatId(): number {
   return ++nextChat;
 }
+
+/** Waits until the bot has sent `count` messages to `chatId`, and returns their texts. */
+export async function waitForReplies(chatId: number, count: number, timeoutMs = 10_000): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const replies = await botReplies(chatId);
+    if (replies.length >= count) return replies;
+    if (Date.now() > deadline) throw new Error(`expected ${count} replies to chat ${chatId}, got ${JSON.stringify(replies)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

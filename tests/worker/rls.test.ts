@@ -194,7 +194,7 @@ describe("the database's own guarantees", () => {
     expect(defs.facts_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(defs.entities_name_trgm).toMatch(/USING gin \(normalized_name gin_trgm_ops\)/);
     expect(defs.entities_search_gin).toMatch(/USING gin \(search\)/);
-    expect(defs.entities_user_type_idx).toMatch(/\(user_id, type\)/);
+    expect(defs.entities_user_type_idx).toMatch(/\(user_id, type, updated_at\)/);
     expect(defs.entities_user_status_idx).toMatch(/\(user_id, status\)/);
   });
 

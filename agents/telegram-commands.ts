@@ -1,0 +1,72 @@
+// Bot commands, answered by the agent from its inbox like any message (in order, once), without the
+// model: /start /help /memories [type] /forget <name> /reset /login.
+import type { Database } from "../db/database";
+import { createLoginToken } from "../db/repositories/auth";
+import { archiveEntity, recallEntities, recentEntities } from "../db/repositories/memory";
+
+export const WELCOME = [
+  "Hi, I'm Soma. I remember what matters to you and find it again when you ask.",
+  "",
+  "Tell me things like \"I just finished reading Dune\" or \"I visited Lisbon\", then ask \"which books did I read?\".",
+  "",
+  "/memories — what I remember · /forget <name> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
+].join("\n");
+
+export const HELP = [
+  "Commands:",
+  "/memories [type] — your recent memories, e.g. /memories book",
+  "/forget <name> — forget something, e.g. /forget Dune",
+  "/reset — start a fresh conversation; your memories stay",
+  "/login — a one-time link to the web app (valid 10 minutes)",
+  "Anything else you write goes to me directly.",
+].join("\n");
+
+const LOGIN_LINK_TTL_SECONDS = 600;
+
+export interface CommandContext {
+  db: Database;
+  userId: string;
+  appBaseUrl: string | undefined;
+  reset(): Promise<void>;
+}
+
+/** The reply to `text` if it is a command, else null (it goes to the model). */
+export async function answerCommand(text: string, context: CommandContext): Promise<string | null> {
+  const match = /^\/([a-z_]+)(?:@\w+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
+  if (!match) return null;
+  const command = match[1]!.toLowerCase();
+  const argument = (match[2] ?? "").trim();
+  const { db, userId } = context;
+
+  switch (command) {
+    case "start":
+      return WELCOME;
+    case "help":
+      return HELP;
+    case "reset":
+      await context.reset();
+      return "Fresh start: I cleared our conversation. Your memories are still here (/memories).";
+    case "memories": {
+      const type = argument.toLowerCase().replace(/s$/, "") || undefined;
+      const items = await db.withUser(userId, (tx) => recentEntities(tx, 30, type));
+      if (items.length === 0) return type ? `I don't remember any ${type}s yet.` : "I don't remember anything yet. Tell me about a book you read or a place you visited.";
+      return [`Your ${type ? `${type}s` : "recent memories"}:`, ...items.map((e) => `• ${e.name} (${e.type})`)].join("\n");
+    }
+    case "forget": {
+      if (!argument) return "Tell me what to forget, e.g. /forget Dune";
+      const forgotten = await db.withUser(userId, async (tx) => {
+        const [best] = await recallEntities(tx, userId, { query: argument, limit: 1, embedding: null });
+        if (!best || !best.matchedBy.some((m) => m === "fulltext" || m === "trigram")) return null;
+        return (await archiveEntity(tx, best.entity.id)) ? best.entity : null;
+      });
+      return forgotten ? `Forgotten: ${forgotten.name} (${forgotten.type}).` : `I couldn't find anything called "${argument}".`;
+    }
+    case "login": {
+      if (!context.appBaseUrl) return "The web app is not configured on this server.";
+      const token = await createLoginToken(db, userId, LOGIN_LINK_TTL_SECONDS);
+      return `Open this link to sign in to the web app (one use, valid 10 minutes):\n${context.appBaseUrl.replace(/\/$/, "")}/auth/link/${token}`;
+    }
+    default:
+      return `I don't know /${command}.\n\n${HELP}`;
+  }
+}

@@ -1,0 +1,50 @@
+// POST /api/messenger/webhook: Telegram updates. Order of checks, each before any work of the next:
+// secret (constant time, 401) → size (413) → JSON (400) → shape (400) → kind (only "message" is
+// processed; anything else is acknowledged and ignored) → the sender's agent stores it → 200.
+// A failure after that point answers 500 so Telegram redelivers; the agent dedupes by update_id.
+import { Hono } from "hono";
+import { webhookCallback } from "grammy";
+import { z } from "zod";
+import { limitBody } from "../body-limit";
+import { secretsEqual } from "../auth/secrets";
+import { ApiError } from "../errors";
+import { createTelegramBot } from "../telegram/bot";
+import type { AppEnv } from "../types";
+import { readJson } from "../validation";
+
+const SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token";
+const MAX_UPDATE_BYTES = 256 * 1024;
+
+/** The part of an update this route relies on; grammY reads the rest. */
+const TelegramUpdate = z.looseObject({
+  update_id: z.number().int().nonnegative(),
+  message: z
+    .looseObject({
+      message_id: z.number().int(),
+      chat: z.looseObject({ id: z.number().int() }),
+      from: z.looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string() }).optional(),
+      text: z.string().optional(),
+    })
+    .optional(),
+});
+
+export const telegram = new Hono<AppEnv>().post(
+  "/",
+  async (c, next) => {
+    const { TELEGRAM_WEBHOOK_SECRET: secret } = c.var.config;
+    if (!secret || !(await secretsEqual(c.req.header(SECRET_HEADER), secret))) {
+      throw new ApiError("unauthorized", "Wrong or missing webhook secret.");
+    }
+    await next();
+  },
+  limitBody(MAX_UPDATE_BYTES),
+  async (c) => {
+    const update = await readJson(c, TelegramUpdate);
+    if (!update.message) return c.json({ ok: true, ignored: true });
+    const config = c.var.config;
+    if (!config.TELEGRAM_BOT_TOKEN) throw new ApiError("config_invalid", "TELEGRAM_BOT_TOKEN is not set.");
+    const bot = createTelegramBot({ ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN }, { env: c.env, db: c.var.db });
+    // grammY re-checks the secret and dispatches the (already parsed, cached) update.
+    return webhookCallback(bot, "hono", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "throw", timeoutMilliseconds: 8000 })(c);
+  },
+);

@@ -3,7 +3,8 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../worker/index";
-import { call } from "./helpers";
+import { call, newPerson, testDatabase } from "./helpers";
+import { createLoginToken } from "../../db/repositories/auth";
 
 async function asDevelopment(path: string, init: RequestInit = {}) {
   const ctx = createExecutionContext();
@@ -59,5 +60,37 @@ describe("POST /logout", () => {
     expect(logout.headers.get("location")).toBe("/login");
     const chat = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"hi"}', redirect: "manual" });
     expect(chat.status).toBe(307);
+  });
+});
+
+describe("the one-time link from /login", () => {
+  it("GET only shows a button; POST spends the link once and starts a session", async () => {
+    const person = await newPerson();
+    const token = await createLoginToken(testDatabase(), person.id, 600);
+
+    const preview = await call(`/auth/link/${token}`);
+    expect(preview.status).toBe(200);
+    expect(await preview.text()).toContain(`action="/auth/link/${token}"`);
+
+    const first = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    expect(first.status).toBe(303);
+    expect(first.headers.get("location")).toBe("/app");
+    const chat = await call("/api/chat", {
+      method: "POST",
+      headers: { cookie: cookieOf(first), "content-type": "application/json" },
+      body: JSON.stringify({ message: "hello" }),
+    });
+    expect(chat.status).toBe(200);
+
+    const reused = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    expect(reused.status).toBe(400);
+    expect(reused.headers.get("set-cookie")).toBeNull();
+  });
+
+  it("refuses a cross-site POST and an unknown token", async () => {
+    const cross = await call("/auth/link/whatever", { method: "POST", headers: { origin: "https://evil.example" } });
+    expect(cross.status).toBe(403);
+    const unknown = await call("/auth/link/not-a-token", { method: "POST", headers: { origin: "https://soma.test" } });
+    expect(unknown.status).toBe(400);
   });
 });

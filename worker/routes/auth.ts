@@ -1,16 +1,39 @@
-// Sign-in and sign-out. Every route here changes state, so all of them check the origin.
-//   POST /auth/dev   one-click sign-in as the local developer (ENVIRONMENT=development only)
-//   POST /logout     ends the session
+// Sign-in and sign-out. Every state change is a POST with an origin check.
+//   GET  /auth/link/:token  the one-time link from the bot's /login: a page with one button, so that
+//                           link previews and prefetchers, which only GET, cannot spend the token
+//   POST /auth/link/:token  spends it (single use, 10 minutes) and starts a session
+//   POST /auth/dev          one-click sign-in as the local developer (ENVIRONMENT=development only)
+//   POST /logout            ends the session
 import { Hono } from "hono";
-import { ensurePersonByEmail } from "../../db/repositories/auth";
+import { html } from "hono/html";
+import { ensurePersonByEmail, redeemLoginToken } from "../../db/repositories/auth";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, startSession } from "../auth/session";
 import { ApiError } from "../errors";
+import { page } from "../pages/layout";
 import type { AppEnv } from "../types";
 
 export const DEV_EMAIL = "dev@soma.local";
 
 export const auth = new Hono<AppEnv>()
+  .get("/auth/link/:token", (c) =>
+    c.html(
+      page(
+        "Sign in · Soma",
+        html`<main class="card">
+          <h1>Soma</h1>
+          <p class="lead">You asked the bot for a sign-in link.</p>
+          <form method="post" action="/auth/link/${c.req.param("token")}"><button type="submit">Continue to Soma</button></form>
+        </main>`,
+      ),
+    ),
+  )
+  .post("/auth/link/:token", requireSameOrigin, async (c) => {
+    const userId = await redeemLoginToken(c.var.db, c.req.param("token"));
+    if (!userId) throw new ApiError("bad_request", "This sign-in link has expired or was already used. Send /login to the bot for a new one.");
+    await startSession(c, userId);
+    return c.redirect("/app", 303);
+  })
   .post("/auth/dev", requireSameOrigin, async (c) => {
     if (c.var.config.ENVIRONMENT !== "development") throw new ApiError("not_found", "Nothing at /auth/dev.");
     const person = await ensurePersonByEmail(c.var.db, DEV_EMAIL, "Developer");

@@ -26,6 +26,7 @@ import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
+import { createTracer, type Surface } from "./telemetry/tracer";
 import { memoryTools } from "./tools";
 
 /** Whole-turn budget: model steps and tools together. */
@@ -199,9 +200,14 @@ export class UserAgent extends AIChatAgent<Env> {
     const signal = AbortSignal.any([AbortSignal.timeout(this.turnBudgetMs), ...(abortSignal ? [abortSignal] : [])]);
     const window = this.messages.slice(-MODEL_WINDOW);
 
+    const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
+    const tracer = createTracer(config);
+    const trace = tracer.startTurn({ userId: this.userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
+
     return createUIMessageStream({
       execute: async ({ writer }) => {
         let failed = false;
+        let output = "";
         try {
           const result = streamText({
             model: this.modelOverride ?? createChatModel(config, this.env),
@@ -211,6 +217,9 @@ export class UserAgent extends AIChatAgent<Env> {
             stopWhen: isStepCount(MAX_STEPS),
             abortSignal: signal,
             maxRetries: 1,
+            onStepFinish: (step) => {
+              for (const call of step.toolResults) trace.tool(call.toolName, call.input, call.output);
+            },
           });
           for await (const chunk of result.toUIMessageStream({ onError: (error) => describe(error) })) {
             if (chunk.type === "error") {
@@ -218,6 +227,7 @@ export class UserAgent extends AIChatAgent<Env> {
               console.error(JSON.stringify({ level: "error", agent: this.userId, turn: "model", error: chunk.errorText }));
               continue;
             }
+            if (chunk.type === "text-delta") output += chunk.delta;
             if (chunk.type !== "finish") writer.write(chunk);
           }
         } catch (error) {
@@ -229,8 +239,11 @@ export class UserAgent extends AIChatAgent<Env> {
           writer.write({ type: "text-start", id });
           writer.write({ type: "text-delta", id, delta: APOLOGY });
           writer.write({ type: "text-end", id });
+          output = APOLOGY;
         }
         writer.write({ type: "finish" });
+        trace.end({ output, failed: failed || signal.aborted });
+        this.ctx.waitUntil(tracer.flush().catch((error: unknown) => console.error(JSON.stringify({ level: "warn", telemetry: "langfuse", error: describe(error) }))));
       },
     });
   }

@@ -2,6 +2,7 @@
 //   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected)
 //   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model)
 //   embeddings        POST /v1/embeddings
+//   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
 // GET /__requests lists chat-completion requests.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -29,6 +30,7 @@ export async function startStandIns(): Promise<StandIns> {
   const calls: BotCall[] = [];
   const failures: InjectedFailure[] = [];
   const completionRequests: unknown[] = [];
+  const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
   let messageId = 1000;
 
   const server: Server = createServer(async (req, res) => {
@@ -45,6 +47,12 @@ export async function startStandIns(): Promise<StandIns> {
         return json(res, 200, { ok: true });
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
+      if (url.pathname === "/__langfuse") return json(res, 200, langfuseEvents);
+      if (url.pathname === "/api/public/ingestion") {
+        const { batch } = JSON.parse(body) as { batch: Array<{ id: string; type: string; body: Record<string, unknown> }> };
+        for (const event of batch) langfuseEvents.push({ type: event.type, body: event.body, authorization: req.headers.authorization });
+        return json(res, 207, { successes: batch.map((e) => ({ id: e.id, status: 201 })), errors: [] });
+      }
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       if (bot) return botApi(bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);

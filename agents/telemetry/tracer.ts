@@ -1,0 +1,58 @@
+// Traces of agent turns in Langfuse: one trace per model turn with the person, the input, every tool
+// call and the output, tagged by door (Telegram: bot + message; web: web + chat). Without Langfuse
+// keys the tracer is a no-op. Sending is batched and flushed with waitUntil, never on the reply's path.
+import { Langfuse } from "langfuse";
+import type { Config } from "../../worker/config";
+
+export type Surface = "telegram" | "web";
+
+export const SURFACE_TAGS: Record<Surface, string[]> = {
+  telegram: ["bot", "message"],
+  web: ["web", "chat"],
+};
+
+export interface TurnTrace {
+  tool(name: string, input: unknown, output: unknown): void;
+  end(result: { output: string; failed: boolean }): void;
+}
+
+export interface Tracer {
+  startTurn(turn: { userId: string; surface: Surface; input: string; messageId: string }): TurnTrace;
+  flush(): Promise<void>;
+}
+
+const noopTrace: TurnTrace = { tool() {}, end() {} };
+export const noopTracer: Tracer = { startTurn: () => noopTrace, flush: async () => {} };
+
+export function createTracer(config: Config): Tracer {
+  if (!config.LANGFUSE_PUBLIC_KEY || !config.LANGFUSE_SECRET_KEY) return noopTracer;
+  const langfuse = new Langfuse({
+    publicKey: config.LANGFUSE_PUBLIC_KEY,
+    secretKey: config.LANGFUSE_SECRET_KEY,
+    baseUrl: config.LANGFUSE_BASE_URL ?? "https://cloud.langfuse.com",
+    flushAt: 50,
+    flushInterval: 0,
+    release: config.ENVIRONMENT,
+  });
+  return {
+    startTurn({ userId, surface, input, messageId }) {
+      const trace = langfuse.trace({
+        name: surface === "telegram" ? "telegram-message" : "web-chat",
+        userId,
+        sessionId: userId,
+        input,
+        tags: SURFACE_TAGS[surface],
+        metadata: { messageId },
+      });
+      return {
+        tool(name, toolInput, output) {
+          trace.span({ name: `tool:${name}`, input: toolInput, output });
+        },
+        end({ output, failed }) {
+          trace.update({ output, ...(failed ? { metadata: { messageId, failed: true } } : {}) });
+        },
+      };
+    },
+    flush: () => langfuse.flushAsync(),
+  };
+}

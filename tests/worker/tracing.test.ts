@@ -1,0 +1,78 @@
+// Guards turn traces: every model turn from Telegram is one Langfuse trace tagged bot + message (web:
+// web + chat) with the person, input, output and each tool call; commands are not model turns; no
+// secret or token ever appears in what is sent. Langfuse is a local stand-in.
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { call, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
+
+interface LangfuseEvent {
+  type: string;
+  body: { id?: string; traceId?: string; name?: string; userId?: string; tags?: string[]; input?: unknown; output?: unknown; metadata?: Record<string, unknown> };
+  authorization?: string;
+}
+
+async function events(): Promise<LangfuseEvent[]> {
+  return (await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).json()) as LangfuseEvent[];
+}
+
+async function tracesOf(userId: string, count: number): Promise<{ traces: LangfuseEvent[]; all: LangfuseEvent[] }> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const all = await events();
+    const ids = new Set(all.filter((e) => e.type === "trace-create" && e.body.userId === userId).map((e) => e.body.id));
+    const mine = all.filter((e) => ids.has(e.body.id) || ids.has(e.body.traceId));
+    const traces = mine.filter((e) => e.type === "trace-create");
+    const finished = new Set(traces.filter((t) => t.body.output !== undefined).map((t) => t.body.id));
+    if (finished.size >= count || Date.now() > deadline) return { traces, all: mine };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The latest state of each trace (trace-create events are upserts). */
+function latest(traces: LangfuseEvent[]) {
+  const byId = new Map<string, LangfuseEvent["body"]>();
+  for (const t of traces) byId.set(t.body.id!, { ...byId.get(t.body.id!), ...Object.fromEntries(Object.entries(t.body).filter(([, v]) => v !== undefined)) });
+  return [...byId.values()];
+}
+
+describe("Langfuse traces", () => {
+  it("one trace per Telegram model turn, tagged bot and message, with the tool calls", async () => {
+    const chatId = newChatId();
+    const post = (text: string, updateId: number) =>
+      call("/api/messenger/webhook", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
+        body: JSON.stringify({ update_id: updateId, message: { message_id: updateId, date: 0, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Ada" }, text } }),
+      });
+    const base = Math.floor(Math.random() * 1e8);
+    await post("/start", base);
+    await post("I just finished reading Dune", base + 1);
+    await post("which books did I read?", base + 2);
+    await waitForReplies(chatId, 3);
+
+    const [person] = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
+    const { traces, all } = await tracesOf(person!.id, 2);
+    const turns = latest(traces);
+    expect(turns).toHaveLength(2);
+    for (const turn of turns) expect(turn.tags).toEqual(["bot", "message"]);
+    expect(turns.map((t) => t.input).sort()).toEqual(["I just finished reading Dune", "which books did I read?"]);
+    expect(turns.map((t) => t.output).sort()).toEqual(["Noted: Dune (book). I'll remember it.", "Your books: Dune."]);
+    const spans = all.filter((e) => e.type === "span-create").map((e) => e.body.name).sort();
+    expect(spans).toEqual(["tool:memory_capture", "tool:memory_recall"]);
+
+    const payload = JSON.stringify(all.map((e) => e.body));
+    for (const secret of [env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_WEBHOOK_SECRET, "sk-lf-test"]) expect(payload).not.toContain(secret);
+  });
+
+  it("web chat turns are tagged web and chat", async () => {
+    const person = await newPerson();
+    const cookie = await sessionCookie(person);
+    const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"I visited Oslo"}' });
+    expect(response.status).toBe(200);
+    const { traces } = await tracesOf(person.id, 1);
+    expect(latest(traces)).toEqual([expect.objectContaining({ tags: ["web", "chat"], input: "I visited Oslo", output: "Noted: Oslo (place). I'll remember it." })]);
+    const payload = JSON.stringify(traces);
+    expect(payload).not.toContain(cookie.split("=")[1]);
+  });
+});

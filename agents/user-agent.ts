@@ -77,6 +77,8 @@ interface MessageSource {
 }
 
 export class UserAgent extends AIChatAgent<Env> {
+  // The instance name is the person's own id, sent only to their own authenticated socket.
+  static override options = { sendIdentityOnConnect: true };
   override maxPersistedMessages = 500;
   /** Replaces the configured model; tests set it through runInDurableObject with a scripted model. */
   modelOverride: LanguageModel | undefined;

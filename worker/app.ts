@@ -8,11 +8,14 @@ import { secureHeaders } from "hono/secure-headers";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "./config";
 import { ApiError, errorResponse } from "./errors";
+import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";
+import { account } from "./routes/account";
 import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
 import { health } from "./routes/health";
+import { memories } from "./routes/memories";
 import { telegram } from "./routes/telegram";
 import type { AppEnv } from "./types";
 
@@ -50,7 +53,10 @@ export function createApp() {
   app.route("/api/chat", chat);
   app.route("/api/agent", agent);
   app.route("/api/messenger/webhook", telegram);
+  app.route("/api/memories", memories);
+  app.route("/api", account);
   app.route("/login", login);
+  app.route("/", webApp);
   app.route("/", auth);
 
   const knownRoutes = app.routes

@@ -137,3 +137,8 @@ export function ensureTelegramPerson(
     return { id: row.id, displayName: row.display_name, created: "created" in row ? Boolean(row.created) : false };
   });
 }
+
+/** Deletes a person and, by cascade, every row of theirs in both schemas. */
+export async function deletePerson(db: Database, userId: string): Promise<void> {
+  await db.withAuth((tx) => tx.delete(authUsers).where(eq(authUsers.id, userId)));
+}

@@ -38,6 +38,8 @@ export const auth = new Hono<AppEnv>()
     if (c.var.config.ENVIRONMENT !== "development") throw new ApiError("not_found", "Nothing at /auth/dev.");
     const person = await ensurePersonByEmail(c.var.db, DEV_EMAIL, "Developer");
     await startSession(c, person.id);
+    // The /login button is a form: a browser goes on to the app; API clients get JSON.
+    if (c.req.header("accept")?.includes("text/html")) return c.redirect("/app", 303);
     return c.json({ person });
   })
   .post("/logout", requireSameOrigin, async (c) => {

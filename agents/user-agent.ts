@@ -15,6 +15,7 @@ import {
   streamText,
   type LanguageModel,
   type UIMessage,
+  type UIMessageChunk,
 } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
@@ -39,6 +40,8 @@ const MODEL_WINDOW = 40;
 const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** If a drain dies with the isolate, this alarm picks the inbox up again. */
 const WATCHDOG_SECONDS = 30;
+
+const SSE = new TextEncoder();
 
 export const APOLOGY = "Sorry, I couldn't think that through just now. Your message is saved; please try again in a moment.";
 
@@ -85,6 +88,8 @@ export class UserAgent extends AIChatAgent<Env> {
   /** The whole-turn budget; tests shorten it to exercise the timeout path. */
   turnBudgetMs = TURN_BUDGET_MS;
   #draining: Promise<void> | undefined;
+  /** HTTP clients of `chat()` waiting for the chunks of their turn, by user message id. */
+  readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
 
@@ -140,19 +145,31 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   /**
-   * One chat turn for an API client, in the same conversation and turn queue as every other door.
-   * Returns the reply once the turn is complete.
+   * One chat turn for an API client, in the same conversation and turn queue as every other door,
+   * streamed as the AI SDK UI message stream (server-sent events) while it runs.
    */
-  async chat(text: string): Promise<{ status: "ok"; messageId: string; reply: string } | { status: "rate_limited" }> {
+  async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" }> {
     const message = z.string().trim().min(1).max(8000).parse(text);
     if (!this.allow("chat")) return { status: "rate_limited" };
     const messageId = `web:${crypto.randomUUID()}`;
     const source: SourceRef = { kind: "web", externalId: messageId, payload: { text: message } };
-    await this.saveMessages((messages) => [
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const listener = writable.getWriter();
+    this.#listeners.set(messageId, listener);
+    const turn = this.saveMessages((messages) => [
       ...messages,
       { id: messageId, role: "user", parts: [{ type: "text", text: message }], metadata: { source } satisfies MessageSource },
     ]);
-    return { status: "ok", messageId, reply: this.#replyAfter(messageId) ?? APOLOGY };
+    this.ctx.waitUntil(
+      turn
+        .catch((error: unknown) => console.error(JSON.stringify({ level: "error", agent: this.userId, chat: describe(error) })))
+        .finally(async () => {
+          this.#listeners.delete(messageId);
+          await listener.write(SSE.encode("data: [DONE]\n\n")).catch(() => {});
+          await listener.close().catch(() => {});
+        }),
+    );
+    return { status: "ok", messageId, stream: readable };
   }
 
   /** Watchdog alarm: continues an inbox whose drain did not finish (eviction, crash). */
@@ -206,8 +223,16 @@ export class UserAgent extends AIChatAgent<Env> {
     const tracer = createTracer(config);
     const trace = tracer.startTurn({ userId: this.userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
 
+    const listener = this.#listeners.get(source.externalId);
+
     return createUIMessageStream({
       execute: async ({ writer }) => {
+        // Every chunk goes to the chat protocol (and so to storage and WebSocket clients) and, for a
+        // turn started by chat(), to its HTTP client as server-sent events.
+        const emit = (chunk: UIMessageChunk) => {
+          writer.write(chunk);
+          void listener?.write(SSE.encode(`data: ${JSON.stringify(chunk)}\n\n`)).catch(() => {});
+        };
         let failed = false;
         let output = "";
         try {
@@ -230,7 +255,7 @@ export class UserAgent extends AIChatAgent<Env> {
               continue;
             }
             if (chunk.type === "text-delta") output += chunk.delta;
-            if (chunk.type !== "finish") writer.write(chunk);
+            if (chunk.type !== "finish") emit(chunk);
           }
         } catch (error) {
           failed = true;
@@ -238,12 +263,12 @@ export class UserAgent extends AIChatAgent<Env> {
         }
         if (failed || signal.aborted) {
           const id = `apology-${crypto.randomUUID()}`;
-          writer.write({ type: "text-start", id });
-          writer.write({ type: "text-delta", id, delta: APOLOGY });
-          writer.write({ type: "text-end", id });
+          emit({ type: "text-start", id });
+          emit({ type: "text-delta", id, delta: APOLOGY });
+          emit({ type: "text-end", id });
           output = APOLOGY;
         }
-        writer.write({ type: "finish" });
+        emit({ type: "finish" });
         trace.end({ output, failed: failed || signal.aborted });
         this.ctx.waitUntil(tracer.flush().catch((error: unknown) => console.error(JSON.stringify({ level: "warn", telemetry: "langfuse", error: describe(error) }))));
       },

@@ -2,7 +2,7 @@
 // AIChatAgent chat protocol), streams the turn, and refuses without a session.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { call, newPerson, readChatStream, sessionCookie, testDatabase } from "./helpers";
 
 interface Frame {
   type: string;
@@ -73,9 +73,14 @@ describe("POST /api/chat with a session", () => {
       call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: JSON.stringify({ message }) });
     const first = await post("I visited Kyoto");
     expect(first.status).toBe(200);
-    expect(await first.json()).toMatchObject({ reply: "Noted: Kyoto (place). I'll remember it." });
+    expect(first.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(first.headers.get("x-vercel-ai-ui-message-stream")).toBe("v1");
+    const streamed = await readChatStream(first);
+    expect(streamed.text).toBe("Noted: Kyoto (place). I'll remember it.");
+    expect(streamed.chunks.some((c) => c.type === "tool-input-available" && c.toolName === "memory_capture")).toBe(true);
+    expect(streamed.chunks.filter((c) => c.type === "text-delta").length).toBeGreaterThan(1);
     const second = await post("which places did I visit?");
-    expect(await second.json()).toMatchObject({ reply: "Your places: Kyoto." });
+    expect((await readChatStream(second)).text).toBe("Your places: Kyoto.");
   });
 
   it("answers 429 past 20 messages a minute", async () => {
@@ -84,6 +89,7 @@ describe("POST /api/chat with a session", () => {
     for (let i = 0; i < 21; i++) {
       const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"hi"}' });
       statuses.push(response.status);
+      await response.body?.cancel();
     }
     expect(statuses.slice(0, 20).every((s) => s === 200)).toBe(true);
     expect(statuses[20]).toBe(429);

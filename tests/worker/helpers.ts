@@ -65,3 +65,21 @@ export async function waitForReplies(chatId: number, count: number, timeoutMs = 
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** Reads an AI SDK UI message stream (SSE) to its end: the chunks and the text they spell. */
+export async function readChatStream(response: Response): Promise<{ text: string; chunks: Array<{ type: string; delta?: string; toolName?: string }> }> {
+  const body = await response.text();
+  const chunks = body
+    .split("\n\n")
+    .map((event) => event.replace(/^data: /, "").trim())
+    .filter((data) => data && data !== "[DONE]")
+    .map((data) => JSON.parse(data) as { type: string; delta?: string; toolName?: string });
+  return { text: chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), chunks };
+}
+
+/** Sends one chat message as the person with `cookie` and returns the streamed reply's text. */
+export async function chatAs(cookie: string, message: string): Promise<string> {
+  const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: JSON.stringify({ message }) });
+  if (response.status !== 200) throw new Error(`chat answered ${response.status}`);
+  return (await readChatStream(response)).text;
+}

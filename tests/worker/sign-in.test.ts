@@ -3,7 +3,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import worker from "../../worker/index";
-import { call, newPerson, testDatabase } from "./helpers";
+import { call, chatAs, newPerson, testDatabase } from "./helpers";
 import { createLoginToken } from "../../db/repositories/auth";
 
 async function asDevelopment(path: string, init: RequestInit = {}) {
@@ -38,12 +38,7 @@ describe("POST /auth/dev", () => {
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/Secure/);
     expect(setCookie).toMatch(/SameSite=Lax/);
-    const chat = await call("/api/chat", {
-      method: "POST",
-      headers: { cookie: cookieOf(response), "content-type": "application/json" },
-      body: JSON.stringify({ message: "I read Dune" }),
-    });
-    expect(chat.status).toBe(200);
+    expect(await chatAs(cookieOf(response), "I read Dune")).toBe("Noted: Dune (book). I'll remember it.");
 
     const again = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
     expect(((await again.json()) as { person: { id: string } }).person.id).toBe(((await response.clone().json()) as { person: { id: string } }).person.id);
@@ -75,12 +70,7 @@ describe("the one-time link from /login", () => {
     const first = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
     expect(first.status).toBe(303);
     expect(first.headers.get("location")).toBe("/app");
-    const chat = await call("/api/chat", {
-      method: "POST",
-      headers: { cookie: cookieOf(first), "content-type": "application/json" },
-      body: JSON.stringify({ message: "hello" }),
-    });
-    expect(chat.status).toBe(200);
+    expect(await chatAs(cookieOf(first), "I read Emma")).toBe("Noted: Emma (book). I'll remember it.");
 
     const reused = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
     expect(reused.status).toBe(400);

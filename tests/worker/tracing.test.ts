@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { call, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
+import { call, chatAs, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
 
 interface LangfuseEvent {
   type: string;
@@ -68,8 +68,7 @@ describe("Langfuse traces", () => {
   it("web chat turns are tagged web and chat", async () => {
     const person = await newPerson();
     const cookie = await sessionCookie(person);
-    const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"I visited Oslo"}' });
-    expect(response.status).toBe(200);
+    expect(await chatAs(cookie, "I visited Oslo")).toBe("Noted: Oslo (place). I'll remember it.");
     const { traces } = await tracesOf(person.id, 1);
     expect(latest(traces)).toEqual([expect.objectContaining({ tags: ["web", "chat"], input: "I visited Oslo", output: "Noted: Oslo (place). I'll remember it." })]);
     const payload = JSON.stringify(traces);

@@ -2,13 +2,12 @@
 // one at a time; the account endpoint; deleting everything. Only ever the signed-in person's data.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { call, chatAs, newPerson, sessionCookie, testDatabase } from "./helpers";
 
 async function signedIn() {
   const person = await newPerson();
   const cookie = await sessionCookie(person);
-  const chat = (message: string) =>
-    call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: JSON.stringify({ message }) });
+  const chat = (message: string) => chatAs(cookie, message);
   const get = async (path: string) => {
     const response = await call(path, { headers: { cookie } });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };

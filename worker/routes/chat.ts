@@ -1,4 +1,4 @@
-// POST /api/chat: one chat turn over HTTP for API clients, answered with the reply as JSON. The session check comes first, before the
+// POST /api/chat: one chat turn over HTTP for API clients, streamed as the AI SDK UI message stream. The session check comes first, before the
 // body is even read: without a session the answer is 307 to /login whatever was sent (spec, smoke 4).
 import { Hono } from "hono";
 import { z } from "zod";
@@ -27,6 +27,14 @@ export const chat = new Hono<AppEnv>().post(
     if (result.status === "rate_limited") {
       throw new ApiError("rate_limited", `At most ${RATE_LIMITS.chat} messages a minute; try again shortly.`, { "Retry-After": "60" });
     }
-    return c.json({ messageId: result.messageId, reply: result.reply });
+    // The AI SDK's UI message stream protocol: any AI SDK client (useChat, readUIMessageStream) reads it.
+    return new Response(result.stream, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-store",
+        "x-vercel-ai-ui-message-stream": "v1",
+        "x-soma-message-id": result.messageId,
+      },
+    });
   },
 );

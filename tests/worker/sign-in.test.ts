@@ -84,3 +84,38 @@ describe("the one-time link from /login", () => {
     expect(unknown.status).toBe(400);
   });
 });
+
+describe("GET /auth/telegram (the Login Widget)", () => {
+  async function signed(fields: Record<string, string>, token = env.TELEGRAM_BOT_TOKEN) {
+    const dataCheckString = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join("\n");
+    const secret = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+    const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(dataCheckString)));
+    const hash = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+    return new URLSearchParams({ ...fields, hash }).toString();
+  }
+  const now = () => String(Math.floor(Date.now() / 1000));
+  const telegramId = () => String(800_000_000 + Math.floor(Math.random() * 1e6));
+
+  it("signs in a correctly signed, fresh widget login and shows the login page's widget", async () => {
+    const query = await signed({ id: telegramId(), first_name: "Grace", username: "grace", auth_date: now() });
+    const response = await call(`/auth/telegram?${query}`, { redirect: "manual" });
+    expect(response.status).toBe(303);
+    expect(response.headers.get("location")).toBe("/app");
+    expect(await chatAs(cookieOf(response), "I read Kindred")).toBe("Noted: Kindred (book). I'll remember it.");
+    expect(await (await call("/login")).text()).toContain('data-telegram-login="soma_test_bot"');
+  });
+
+  it("refuses a wrong signature, another bot's signature, a stale login and junk", async () => {
+    const fields = { id: telegramId(), first_name: "Mallory", auth_date: now() };
+    const tampered = (await signed(fields)).replace("Mallory", "Alice");
+    const otherBot = await signed(fields, "999:other-bot-token");
+    const stale = await signed({ ...fields, auth_date: String(Math.floor(Date.now() / 1000) - 3600) });
+    for (const query of [tampered, otherBot, stale]) {
+      const response = await call(`/auth/telegram?${query}`, { redirect: "manual" });
+      expect(response.status).toBe(401);
+      expect(response.headers.get("set-cookie")).toBeNull();
+    }
+    expect((await call("/auth/telegram?id=abc")).status).toBe(400);
+  });
+});

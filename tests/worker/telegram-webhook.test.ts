@@ -133,3 +133,28 @@ describe("POST /api/messenger/webhook: conversations", () => {
     expect(all.filter((r) => r.startsWith("You're writing faster"))).toHaveLength(1);
   });
 });
+
+describe("one person, two doors", () => {
+  it("signing in on the web with the bot's /login link shows the Telegram conversation and memories", async () => {
+    const chatId = newChatId();
+    await post(textUpdate(chatId, "I just finished reading Anathem"));
+    await post(textUpdate(chatId, "/login"));
+    const replies = await waitForReplies(chatId, 2);
+    const link = new URL(/https:\/\/\S+/.exec(replies[1]!)![0]);
+
+    const signIn = await call(link.pathname, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    expect(signIn.status).toBe(303);
+    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+
+    const transcript = await call("/api/agent/get-messages", { headers: { cookie } });
+    expect(transcript.status).toBe(200);
+    const messages = (await transcript.json()) as Array<{ role: string; parts: Array<{ type: string; text?: string }> }>;
+    expect(messages.map((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join(""))).toEqual([
+      "I just finished reading Anathem",
+      // The welcome went to Telegram only; the conversation holds the model's answer.
+      "Noted: Anathem (book). I'll remember it.",
+    ]);
+    const memories = (await (await call("/api/memories", { headers: { cookie } })).json()) as { memories: Array<{ name: string }> };
+    expect(memories.memories.map((m) => m.name)).toEqual(["Anathem"]);
+  });
+});

@@ -18,6 +18,11 @@ export const login = new Hono<AppEnv>().get("/", (c) => {
           <h2>Sign in with Telegram</h2>
           <p>Send <code>/login</code> to ${botLink}. It replies with a one-time link that signs you in here
           and shows the same conversation and memories.</p>
+          ${bot && c.var.config.TELEGRAM_BOT_TOKEN
+            ? html`<p>Or sign in with your Telegram account:</p>
+                <script async src="https://telegram.org/js/telegram-widget.js?22" data-telegram-login="${bot}"
+                  data-size="large" data-auth-url="/auth/telegram" data-request-access="write"></script>`
+            : ""}
         </section>
         ${ENVIRONMENT === "development"
           ? html`<section>

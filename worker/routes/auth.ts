@@ -2,11 +2,13 @@
 //   GET  /auth/link/:token  the one-time link from the bot's /login: a page with one button, so that
 //                           link previews and prefetchers, which only GET, cannot spend the token
 //   POST /auth/link/:token  spends it (single use, 10 minutes) and starts a session
+//   GET  /auth/telegram     the Telegram Login Widget's redirect, signed by Telegram (HMAC check)
 //   POST /auth/dev          one-click sign-in as the local developer (ENVIRONMENT=development only)
 //   POST /logout            ends the session
 import { Hono } from "hono";
 import { html } from "hono/html";
-import { ensurePersonByEmail, redeemLoginToken } from "../../db/repositories/auth";
+import { ensurePersonByEmail, ensureTelegramPerson, redeemLoginToken } from "../../db/repositories/auth";
+import { TelegramLogin, verifyTelegramLogin } from "../auth/telegram-login";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, startSession } from "../auth/session";
 import { ApiError } from "../errors";
@@ -32,6 +34,21 @@ export const auth = new Hono<AppEnv>()
     const userId = await redeemLoginToken(c.var.db, c.req.param("token"));
     if (!userId) throw new ApiError("bad_request", "This sign-in link has expired or was already used. Send /login to the bot for a new one.");
     await startSession(c, userId);
+    return c.redirect("/app", 303);
+  })
+  .get("/auth/telegram", async (c) => {
+    const token = c.var.config.TELEGRAM_BOT_TOKEN;
+    if (!token) throw new ApiError("not_found", "Telegram sign-in is not configured.");
+    const fields = c.req.query();
+    const login = TelegramLogin.safeParse(fields);
+    if (!login.success) throw new ApiError("bad_request", "This is not a Telegram sign-in.");
+    if (!(await verifyTelegramLogin(fields, token))) throw new ApiError("unauthorized", "Telegram's signature does not match, or the sign-in is older than ten minutes.");
+    const person = await ensureTelegramPerson(c.var.db, {
+      telegramUserId: login.data.id,
+      chatId: login.data.id, // a bot's private chat with a person has the person's id
+      displayName: [login.data.first_name, login.data.last_name].filter(Boolean).join(" "),
+    });
+    await startSession(c, person.id);
     return c.redirect("/app", 303);
   })
   .post("/auth/dev", requireSameOrigin, async (c) => {

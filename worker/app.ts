@@ -14,6 +14,7 @@ import { account } from "./routes/account";
 import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
+import { google } from "./routes/google";
 import { health } from "./routes/health";
 import { memories } from "./routes/memories";
 import { telegram } from "./routes/telegram";
@@ -58,6 +59,7 @@ export function createApp() {
   app.route("/login", login);
   app.route("/", webApp);
   app.route("/", auth);
+  app.route("/auth/google", google);
 
   const knownRoutes = app.routes
     .filter((route) => route.method !== "ALL")

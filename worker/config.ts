@@ -35,6 +35,8 @@ const ConfigSchema = z
     GOOGLE_CLIENT_ID: optional,
     GOOGLE_CLIENT_SECRET: optional,
     GMAIL_PUBSUB_TOPIC: optional,
+    GOOGLE_AUTH_URL: z.url().default("https://accounts.google.com/o/oauth2/v2/auth"),
+    GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
     INNGEST_EVENT_KEY: optional,
     INNGEST_SIGNING_KEY: optional,
     LANGFUSE_PUBLIC_KEY: optional,

@@ -142,3 +142,16 @@ export function ensureTelegramPerson(
 export async function deletePerson(db: Database, userId: string): Promise<void> {
   await db.withAuth((tx) => tx.delete(authUsers).where(eq(authUsers.id, userId)));
 }
+
+/** The person with this Google account (by its stable subject id), created on first sign-in. */
+export function ensureGooglePerson(db: Database, account: { sub: string; email: string | null; displayName: string }): Promise<Person> {
+  return db.withAuth(async (tx) => {
+    const [row] = await tx
+      .insert(authUsers)
+      .values({ googleSub: account.sub, displayName: account.displayName })
+      .onConflictDoUpdate({ target: authUsers.googleSub, set: { googleSub: account.sub } })
+      .returning({ id: authUsers.id, displayName: authUsers.displayName });
+    if (!row) throw new Error("ensureGooglePerson returned no row");
+    return row;
+  });
+}

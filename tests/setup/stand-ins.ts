@@ -3,6 +3,7 @@
 //   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model)
 //   embeddings        POST /v1/embeddings
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
+//   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
 // GET /__requests lists chat-completion requests.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -30,6 +31,7 @@ export async function startStandIns(): Promise<StandIns> {
   const calls: BotCall[] = [];
   const failures: InjectedFailure[] = [];
   const completionRequests: unknown[] = [];
+  const googleRequests: Array<Record<string, string>> = [];
   const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
   let messageId = 1000;
 
@@ -48,6 +50,23 @@ export async function startStandIns(): Promise<StandIns> {
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
       if (url.pathname === "/__langfuse") return json(res, 200, langfuseEvents);
+      if (url.pathname === "/__google") return json(res, 200, googleRequests);
+      if (url.pathname === "/google/token") {
+        const form = Object.fromEntries(new URLSearchParams(body));
+        googleRequests.push(form);
+        const sub = /^good-(.+)$/.exec(form.code ?? "")?.[1];
+        if (!sub || !form.code_verifier) return json(res, 400, { error: "invalid_grant" });
+        const claims = { iss: "https://accounts.google.com", sub, email: `${sub}@gmail.example`, name: `Person ${sub}`, aud: form.client_id, iat: 0, exp: 9_999_999_999 };
+        const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
+        return json(res, 200, {
+          access_token: `ya29.access-${sub}`,
+          refresh_token: `1//refresh-${sub}`,
+          expires_in: 3599,
+          scope: "openid email profile https://www.googleapis.com/auth/gmail.readonly",
+          token_type: "Bearer",
+          id_token: `${part({ alg: "RS256", typ: "JWT" })}.${part(claims)}.signature`,
+        });
+      }
       if (url.pathname === "/api/public/ingestion") {
         const { batch } = JSON.parse(body) as { batch: Array<{ id: string; type: string; body: Record<string, unknown> }> };
         for (const event of batch) langfuseEvents.push({ type: event.type, body: event.body, authorization: req.headers.authorization });

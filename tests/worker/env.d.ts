@@ -5,5 +5,6 @@ declare namespace Cloudflare {
     STAND_IN_URL: string;
     TELEGRAM_BOT_TOKEN: string;
     TELEGRAM_WEBHOOK_SECRET: string;
+    TOKEN_ENCRYPTION_KEY: string;
   }
 }

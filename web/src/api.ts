@@ -5,7 +5,7 @@ export interface Me {
   id: string;
   displayName: string;
   telegram: { linked: boolean; bot: string | null };
-  google: { connected: boolean; email: string | null };
+  google: { connected: boolean; email: string | null; available: boolean };
   environment: string;
 }
 

@@ -13,6 +13,9 @@ export function SettingsPage({ me }: { me: Me }) {
       <p>{me.telegram.linked ? "Linked." : me.telegram.bot ? `Not linked. Send /start to @${me.telegram.bot}.` : "Not linked."}</p>
       <h2>Google · Gmail</h2>
       <p>{me.google.connected ? `Connected as ${me.google.email}.` : "Not connected."}</p>
+      {me.google.available && !me.google.connected && (
+        <a className="button secondary" href="/auth/google/start?intent=connect">Connect Gmail (read-only)</a>
+      )}
       <h2>Session</h2>
       <form method="post" action="/logout">
         <button type="submit" className="secondary">Sign out</button>

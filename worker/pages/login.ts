@@ -24,6 +24,12 @@ export const login = new Hono<AppEnv>().get("/", (c) => {
                   data-size="large" data-auth-url="/auth/telegram" data-request-access="write"></script>`
             : ""}
         </section>
+        ${c.var.config.GOOGLE_CLIENT_ID
+          ? html`<section>
+              <h2>Sign in with Google</h2>
+              <a class="button secondary" href="/auth/google/start?intent=signin">Continue with Google</a>
+            </section>`
+          : ""}
         ${ENVIRONMENT === "development"
           ? html`<section>
               <h2>Local development</h2>

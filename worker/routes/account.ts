@@ -24,7 +24,7 @@ export const account = new Hono<AppEnv>()
       id: person.id,
       displayName: person.displayName,
       telegram: { linked: links?.telegram ?? false, bot: c.var.config.TELEGRAM_BOT_USERNAME ?? null },
-      google: { connected: Boolean(gmail), email: gmail?.account_email ?? null },
+      google: { connected: Boolean(gmail), email: gmail?.account_email ?? null, available: Boolean(c.var.config.GOOGLE_CLIENT_ID) },
       environment: c.var.config.ENVIRONMENT,
     });
   })

@@ -4,7 +4,7 @@
 const VERSION = "v1";
 
 export class TokenCipher {
-  readonly #key: Promise<CryptoKey>;
+  readonly #key: ReturnType<typeof crypto.subtle.importKey>;
 
   constructor(base64Key: string) {
     const raw = Uint8Array.from(atob(base64Key), (c) => c.charCodeAt(0));

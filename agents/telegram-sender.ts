@@ -57,8 +57,9 @@ export function splitMessage(text: string, limit = TELEGRAM_MESSAGE_LIMIT): stri
   let rest = text.trim();
   while (rest.length > limit) {
     const window = rest.slice(0, limit);
-    const cut = Math.max(window.lastIndexOf("\n\n"), window.lastIndexOf("\n"), window.lastIndexOf(" "));
-    const at = cut > limit / 2 ? cut : limit;
+    // The first kind of break that leaves at least half a message, in order of preference.
+    const cut = ["\n\n", "\n", " "].map((separator) => window.lastIndexOf(separator)).find((index) => index > limit / 2);
+    const at = cut ?? limit;
     pieces.push(rest.slice(0, at).trimEnd());
     rest = rest.slice(at).trimStart();
   }

@@ -2,22 +2,15 @@
 // `npm start` (embedded Postgres, offline model): dev sign-in → "I just finished reading Dune" →
 // the reply and the memory activity appear → Dune is on the memories page → forget it → gone.
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { start, type Running } from "../../ops/start";
+import { freePort } from "./helpers";
 
 let app: Running;
 let browser: Browser;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === "object" && address ? address.port : 0;
-}
 
 beforeAll(async () => {
   app = await start({ PORT: String(await freePort()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-browser-`) }, () => {});

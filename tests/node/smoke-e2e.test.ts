@@ -3,24 +3,17 @@
 // offline model: /start, "I just finished reading …" answered within 3–5 s with a `book` row, "which
 // books did I read?" answered through memory_recall, and two traces tagged bot and message.
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { start, type Running } from "../../ops/start";
+import { freePort } from "./helpers";
 
 const standIn = inject("standInUrl");
 const SECRET = "e2e-webhook-secret";
 const chatId = 700_000_000 + Math.floor(Math.random() * 1e6);
 let app: Running;
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === "object" && address ? address.port : 0;
-}
 
 beforeAll(async () => {
   app = await start(

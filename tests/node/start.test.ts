@@ -1,19 +1,12 @@
 // Guards `npm start`: embedded or given Postgres, the setup, wrangler dev with the environment's values,
 // /api/health turning to 503 db:false when the database goes away, and a clean stop.
 import { mkdtempSync, existsSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { start, type Running } from "../../ops/start";
+import { freePort } from "./helpers";
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return typeof address === "object" && address ? address.port : 0;
-}
 
 async function health(url: string) {
   const response = await fetch(`${url}/api/health`);

@@ -86,8 +86,11 @@ export class Database {
 
   #transaction<T>(role: AppRole, userId: string | null, work: (tx: Tx) => Promise<T>): Promise<T> {
     return this.#db.transaction(async (tx) => {
+      // One round trip: the role, the person, and the vector-search settings recall relies on (HNSW
+      // scans that continue past rows the person filter drops, with a search width of 20).
       await tx.execute(
-        sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true)`,
+        sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true),
+                      set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '20', true)`,
       );
       return work(tx);
     });

@@ -138,14 +138,14 @@ export async function createReminder(tx: Tx, userId: string, reminder: { text: s
 const MAX_VECTOR_DISTANCE = 0.6;
 /** Candidates each lexical retriever contributes before fusion. */
 const CANDIDATES = 50;
-/** Nearest neighbours taken from HNSW: within its default ef_search (40), so one index pass suffices. */
+/** Nearest neighbours taken from HNSW (db/database.ts sets the same ef_search). */
 const VECTOR_CANDIDATES = 20;
 /** Reciprocal-rank-fusion constant (Cormack et al.). */
 const RRF_K = 60;
 /** An exact name match outranks any fused score (one list's top rank is 1/61 ≈ 0.016). */
 const EXACT_NAME_BONUS = 0.05;
 /** Full-text matches ranked per query at most. */
-const FULLTEXT_RANKED = 500;
+const FULLTEXT_RANKED = 200;
 /** Trigram similarity from which a name counts as a (misspelled) match. */
 const TRIGRAM_MATCH = 0.3;
 /** Small nudge toward what was touched recently (decays over ~30 days). */
@@ -161,8 +161,7 @@ const STOPWORDS = new Set(
  * reciprocal-rank fusion plus a small recency term.
  */
 export async function recallEntities(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledEntity[]> {
-  // Lets the HNSW scan keep going until enough rows survive the person and type filters (pgvector ≥ 0.8).
-  await tx.execute(sql`select set_config('hnsw.iterative_scan', 'relaxed_order', true)`);
+  // Database transactions already set hnsw.iterative_scan and hnsw.ef_search (= VECTOR_CANDIDATES).
   const rows = (await tx.execute(recallSql(userId, query))) as unknown as RecallRow[];
   return rows.map(toRecalled);
 }

@@ -139,7 +139,9 @@ export class UserAgent extends AIChatAgent<Env> {
       if (kind === "notice") this.#kick();
       return { status: "rate_limited" };
     }
-    await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
+    // One pending watchdog is enough, however many messages arrive.
+    const watched = (await this.listSchedules({ type: "delayed" })).some((s) => s.callback === "resumeInbox");
+    if (!watched) await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
     this.#kick();
     return { status: "queued" };
   }

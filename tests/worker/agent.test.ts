@@ -215,3 +215,16 @@ describe("a scripted model told to read another person's memories", () => {
     expect(await books(alice.person.id)).toEqual(["Blindsight"]);
   });
 });
+
+describe("the watchdog", () => {
+  it("keeps one pending alarm however many messages arrive, and the alarm resumes the inbox", async () => {
+    const { agent, chatId, send } = await setUp();
+    for (const text of ["I read Dune", "I read Emma", "I read Ubik"]) await send(text);
+    const watchdogs = await runInDurableObject(agent, async (instance: UserAgent) =>
+      (await instance.listSchedules({ type: "delayed" })).filter((s) => s.callback === "resumeInbox").length,
+    );
+    expect(watchdogs).toBe(1);
+    await agent.resumeInbox();
+    expect(await botReplies(chatId)).toHaveLength(3);
+  });
+});

@@ -1,9 +1,12 @@
-// Preloaded into `wrangler dev` by ops/start.ts (NODE_OPTIONS=--require).
-// wrangler 4.86 (the last release that runs on Node 20) ships a miniflare whose local Hyperdrive proxy
-// opens the database socket without an 'error' listener, so one refused connection crashes the whole
-// dev server (later miniflare releases add the listener). This gives exactly those sockets, the ones
-// to SOMA_DATABASE_ADDRESS, the missing listener: the Worker then sees a failed connection and
-// /api/health says db:false until the database is back.
+// Preloaded into `wrangler dev` by ops/start.ts (NODE_OPTIONS=--require). Two fixes for the local
+// Hyperdrive proxy of the miniflare that wrangler 4.86 (the last release that runs on Node 20) ships;
+// later miniflare releases make both changes themselves:
+// 1. It opens the database socket without an 'error' listener, so one refused connection crashed the
+//    whole dev server. Sockets to SOMA_DATABASE_ADDRESS get the missing listener: the Worker then sees
+//    a failed connection and /api/health says db:false until the database is back.
+// 2. It leaves Nagle's algorithm on for both legs of the proxy, so every Postgres round trip waited
+//    for a delayed ACK (measured: 100–300 ms to resolve a Telegram sender, three statements).
+//    Proxy sockets get TCP_NODELAY.
 const net = require("node:net");
 
 const target = process.env.SOMA_DATABASE_ADDRESS;
@@ -13,6 +16,7 @@ if (target) {
     const socket = connect.apply(this, args);
     const options = args[0];
     if (options && typeof options === "object" && `${options.host}:${options.port}` === target) {
+      socket.setNoDelay(true);
       socket.on("error", (error) => {
         console.warn(`[soma] database connection failed (${error.code ?? error.message}); reporting db:false until it is back`);
       });
@@ -21,4 +25,11 @@ if (target) {
   };
   net.connect = guarded;
   net.createConnection = guarded;
+
+  const createServer = net.createServer;
+  net.createServer = function (...args) {
+    const server = createServer.apply(this, args);
+    server.on("connection", (socket) => socket.setNoDelay(true));
+    return server;
+  };
 }

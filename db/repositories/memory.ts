@@ -191,13 +191,13 @@ export function recallSql(userId: string, query: RecallQuery) {
   // Every word must appear, the last one as a prefix: selective enough for the GIN index.
   const tsQuery = words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(" & ");
   const fulltextHits = words.length
-    ? sql`select id, normalized_name, row_number() over (order by ts_rank_cd(search, q) desc) as rank
+    ? sql`select id, normalized_name, row_number() over (order by ts_rank(search, q) desc) as rank
           from (
             -- Ranking is the costly part; a very common word ranks at most this many matches.
             select id, normalized_name, search from entities
             where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
           ) matches, to_tsquery('simple', ${tsQuery}) q
-          order by ts_rank_cd(search, q) desc limit ${CANDIDATES}`
+          order by ts_rank(search, q) desc limit ${CANDIDATES}`
     : none;
   // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
   // similarity, which costs nothing; only when none of them is name-like does the statement fall

@@ -27,7 +27,7 @@ import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
-import { createTracer, type Surface } from "./telemetry/tracer";
+import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
 import { memoryTools } from "./tools";
 
 /** Whole-turn budget: model steps and tools together. */
@@ -92,6 +92,7 @@ export class UserAgent extends AIChatAgent<Env> {
   readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
+  #tracer: Tracer | undefined;
 
   override async onStart(): Promise<void> {
     this.sql`create table if not exists soma_inbox (
@@ -222,7 +223,7 @@ export class UserAgent extends AIChatAgent<Env> {
     const window = this.messages.slice(-MODEL_WINDOW);
 
     const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
-    const tracer = createTracer(config);
+    const tracer = (this.#tracer ??= createTracer(config));
     const trace = tracer.startTurn({ userId: this.userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
 
     const listener = this.#listeners.get(source.externalId);

@@ -21,7 +21,7 @@ import { z } from "zod";
 import type { Database } from "../db/database";
 import type { SourceRef } from "../db/repositories/memory";
 import { workerdDatabase } from "../db/workerd-socket";
-import { loadConfig } from "../worker/config";
+import { loadConfig } from "./config";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";

@@ -7,7 +7,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CONFIG_KEYS } from "../worker/config";
+import { CONFIG_KEYS } from "../agents/config";
 import { setupDatabase } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";

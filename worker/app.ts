@@ -6,7 +6,7 @@ import { Hono } from "hono";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import { workerdDatabase } from "../db/workerd-socket";
-import { loadConfig } from "./config";
+import { loadConfig } from "../agents/config";
 import { ApiError, errorResponse } from "./errors";
 import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";

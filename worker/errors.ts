@@ -3,7 +3,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ConfigError } from "./config";
+import { ConfigError } from "../agents/config";
 
 export const ERROR_STATUS = {
   bad_request: 400,

@@ -1,6 +1,6 @@
 import type { Database } from "../db/database";
 import type { Person } from "../db/repositories/auth";
-import type { Config } from "./config";
+import type { Config } from "../agents/config";
 
 /** Hono's environment for every route of the Worker. */
 export interface AppEnv {

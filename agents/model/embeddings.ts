@@ -2,7 +2,7 @@
 // local deterministic embedder of the same width (hashed words and character trigrams) that needs no
 // network. All produce unit vectors of EMBEDDING_DIMENSIONS, so recall works the same with each.
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
-import type { Config } from "../../worker/config";
+import type { Config } from "../config";
 
 export interface Embedder {
   readonly name: string;

@@ -2,7 +2,7 @@
 // call and the output, tagged by door (Telegram: bot + message; web: web + chat). Without Langfuse
 // keys the tracer is a no-op. Sending is batched and flushed with waitUntil, never on the reply's path.
 import { Langfuse } from "langfuse";
-import type { Config } from "../../worker/config";
+import type { Config } from "../config";
 
 export type Surface = "telegram" | "web";
 

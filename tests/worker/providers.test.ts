@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { createChatModel } from "../../agents/model/chat-model";
 import { createEmbedder, localEmbedder } from "../../agents/model/embeddings";
 import { memoryTools } from "../../agents/tools";
-import { loadConfig } from "../../worker/config";
+import { loadConfig } from "../../agents/config";
 import { newPerson, testDatabase } from "./helpers";
 
 const config = () => ({

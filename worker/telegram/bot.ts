@@ -3,7 +3,7 @@
 // from its durable inbox. One Composer per feature, installed here.
 import { Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
-import type { Config } from "../config";
+import type { Config } from "../../agents/config";
 import { inbox, type InboxDeps } from "./inbox";
 
 /** The bot's identity from its token ("<bot id>:<secret>") and username. */

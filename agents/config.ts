@@ -1,5 +1,6 @@
 // Configuration read from the Worker's env once per isolate and validated with zod, so a missing or
 // malformed value is named at the edge instead of surfacing as an `undefined` deep inside a handler.
+// It lives in agents/ because both layers read it and imports point one way: worker/ → agents/ → db/.
 import { z } from "zod";
 
 const optional = z.string().trim().min(1).optional();

@@ -22,6 +22,7 @@ import type { Database } from "../db/database";
 import type { SourceRef } from "../db/repositories/memory";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "./config";
+import { describeError, logJson } from "./log";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
@@ -48,6 +49,9 @@ export const APOLOGY = "Sorry, I couldn't think that through just now. Your mess
 export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
 export type Channel = keyof typeof RATE_LIMITS;
 
+/** Longest message a person may send through any door. */
+export const MAX_MESSAGE_CHARS = 8000;
+
 export const TelegramInput = z.object({
   updateId: z.number().int().nonnegative(),
   chatId: z.number().int(),
@@ -63,9 +67,12 @@ export const TEXT_ONLY = "I can only read text messages for now.";
 
 type InboxState = "pending" | "replied" | "delivering" | "done";
 
+/** message: answered by a command or the model; notice: the rate-limit notice; dropped: over the limit, kept only for dedupe. */
+type InboxKind = "message" | "notice" | "dropped";
+
 interface InboxRow {
   id: string;
-  kind: "message" | "notice";
+  kind: InboxKind;
   first_contact: number;
   chat_id: number;
   text: string;
@@ -126,15 +133,14 @@ export class UserAgent extends AIChatAgent<Env> {
     const message = TelegramInput.parse(input);
     const id = `telegram:${message.updateId}`;
     if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) return { status: "duplicate" };
-    const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}`, payload: { text: message.text } };
-    let kind: "message" | "notice" | "dropped" = "message";
+    const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}` };
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
-    if (!this.allow("telegram")) kind = this.allow("telegram-notice") ? "notice" : "dropped";
+    const kind: InboxKind = this.allow("telegram") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped";
     // Telegram numbers updates in the order it received them; concurrent deliveries can reach us in
     // another order, so pending messages are answered by update_id.
     this.sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
-             values (${id}, ${message.updateId}, ${kind === "dropped" ? "notice" : kind}, ${message.firstContact ? 1 : 0},
+             values (${id}, ${message.updateId}, ${kind}, ${message.firstContact ? 1 : 0},
                      ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${kind === "dropped" ? "done" : "pending"}, ${Date.now()})`;
     if (kind !== "message") {
       if (kind === "notice") this.#kick();
@@ -152,20 +158,16 @@ export class UserAgent extends AIChatAgent<Env> {
    * streamed as the AI SDK UI message stream (server-sent events) while it runs.
    */
   async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" }> {
-    const message = z.string().trim().min(1).max(8000).parse(text);
+    const message = z.string().trim().min(1).max(MAX_MESSAGE_CHARS).parse(text);
     if (!this.allow("chat")) return { status: "rate_limited" };
     const messageId = `web:${crypto.randomUUID()}`;
-    const source: SourceRef = { kind: "web", externalId: messageId, payload: { text: message } };
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const listener = writable.getWriter();
     this.#listeners.set(messageId, listener);
-    const turn = this.saveMessages((messages) => [
-      ...messages,
-      { id: messageId, role: "user", parts: [{ type: "text", text: message }], metadata: { source } satisfies MessageSource },
-    ]);
+    const turn = this.saveMessages((messages) => [...messages, userMessage(messageId, message, { kind: "web", externalId: messageId })]);
     this.ctx.waitUntil(
       turn
-        .catch((error: unknown) => console.error(JSON.stringify({ level: "error", agent: this.userId, chat: describe(error) })))
+        .catch((error: unknown) => logJson("error", { agent: this.userId, chat: describeError(error) }))
         .finally(async () => {
           this.#listeners.delete(messageId);
           await listener.write(SSE.encode("data: [DONE]\n\n")).catch(() => {});
@@ -251,10 +253,10 @@ export class UserAgent extends AIChatAgent<Env> {
               for (const call of step.toolResults) trace.tool(call.toolName, call.input, call.output);
             },
           });
-          for await (const chunk of result.toUIMessageStream({ onError: (error) => describe(error) })) {
+          for await (const chunk of result.toUIMessageStream({ onError: describeError })) {
             if (chunk.type === "error") {
               failed = true;
-              console.error(JSON.stringify({ level: "error", agent: this.userId, turn: "model", error: chunk.errorText }));
+              logJson("error", { agent: this.userId, turn: "model", error: chunk.errorText });
               continue;
             }
             if (chunk.type === "text-delta") output += chunk.delta;
@@ -262,7 +264,7 @@ export class UserAgent extends AIChatAgent<Env> {
           }
         } catch (error) {
           failed = true;
-          console.error(JSON.stringify({ level: "error", agent: this.userId, turn: "model", error: describe(error) }));
+          logJson("error", { agent: this.userId, turn: "model", error: describeError(error) });
         }
         if (failed || signal.aborted) {
           const id = `apology-${crypto.randomUUID()}`;
@@ -273,7 +275,7 @@ export class UserAgent extends AIChatAgent<Env> {
         }
         emit({ type: "finish" });
         trace.end({ output, failed: failed || signal.aborted });
-        this.ctx.waitUntil(tracer.flush().catch((error: unknown) => console.error(JSON.stringify({ level: "warn", telemetry: "langfuse", error: describe(error) }))));
+        this.ctx.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
       },
     });
   }
@@ -300,7 +302,7 @@ export class UserAgent extends AIChatAgent<Env> {
       try {
         await this.#sender().sendText(item.chat_id, reply ?? APOLOGY);
       } catch (error) {
-        console.error(JSON.stringify({ level: "error", agent: this.userId, inbox: item.id, delivery: describe(error) }));
+        logJson("error", { agent: this.userId, inbox: item.id, delivery: describeError(error) });
       }
       this.sql`update soma_inbox set state = 'done' where id = ${item.id}`;
     }
@@ -329,12 +331,9 @@ export class UserAgent extends AIChatAgent<Env> {
     this.#showTyping(item.chat_id);
     const source = JSON.parse(item.source_ref) as SourceRef;
     const already = this.messages.some((m) => m.id === messageId);
-    const result = await this.saveMessages((messages) =>
-      already
-        ? [...messages]
-        : [...messages, { id: messageId, role: "user", parts: [{ type: "text", text: item.text }], metadata: { source } satisfies MessageSource }],
-    );
-    return this.#replyAfter(messageId) ?? (result.status === "completed" ? "" : APOLOGY);
+    await this.saveMessages((messages) => (already ? [...messages] : [...messages, userMessage(messageId, item.text, source)]));
+    // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
+    return this.#replyAfter(messageId) || APOLOGY;
   }
 
   /** The assistant's text right after the user message `id`, or null if there is none yet. */
@@ -369,13 +368,14 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 }
 
+/** A person's message in the conversation, with where it came from (the provenance of what it teaches). */
+function userMessage(id: string, text: string, source: SourceRef): UIMessage {
+  return { id, role: "user", parts: [{ type: "text", text }], metadata: { source: { ...source, payload: { text } } } satisfies MessageSource };
+}
+
 function textOf(message: UIMessage): string {
   return message.parts
     .map((part) => (part.type === "text" ? part.text : ""))
     .join("")
     .trim();
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

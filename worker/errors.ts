@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ConfigError } from "../agents/config";
+import { describeError, logJson } from "../agents/log";
 
 export const ERROR_STATUS = {
   bad_request: 400,
@@ -44,7 +45,7 @@ export interface ErrorBody {
 /** The JSON error response for `error`, whatever was thrown. */
 export function errorResponse(c: Context, error: unknown): Response {
   const apiError = toApiError(error);
-  if (apiError.status >= 500) console.error(JSON.stringify({ level: "error", requestId: requestIdOf(c), error: describe(error) }));
+  if (apiError.status >= 500) logJson("error", { requestId: requestIdOf(c), error: describeError(error) });
   const body: ErrorBody = { error: { code: apiError.code, message: apiError.message, requestId: requestIdOf(c) } };
   return c.json(body, apiError.status, apiError.headers);
 }
@@ -62,8 +63,4 @@ function toApiError(error: unknown): ApiError {
 
 function requestIdOf(c: Context): string {
   return (c.get("requestId") as string | undefined) ?? "unknown";
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

@@ -119,7 +119,8 @@ export function ensurePersonByEmail(db: Database, email: string, displayName: st
 
 /**
  * The person behind a Telegram account, created on first contact (`created` true then). Keeps the
- * chat id current: replies and reminders go there.
+ * chat id current: replies and reminders go there. This runs for every incoming message, so it is one
+ * statement and writes nothing when nothing changed (a write would also fire the auth mirror).
  */
 export function ensureTelegramPerson(
   db: Database,
@@ -127,20 +128,25 @@ export function ensureTelegramPerson(
 ): Promise<Person & { created: boolean }> {
   return db.withAuth(async (tx) => {
     const rows = (await tx.execute(sql`
-      insert into auth.users (display_name, telegram_user_id, telegram_chat_id)
-      values (${account.displayName}, ${account.telegramUserId}, ${account.chatId})
-      on conflict (telegram_user_id) do update set telegram_chat_id = excluded.telegram_chat_id
-        where auth.users.telegram_chat_id is distinct from excluded.telegram_chat_id
-      returning id, display_name, (xmax = 0) as created`)) as unknown as Array<{ id: string; display_name: string; created: boolean }>;
-    const row = rows[0] ?? (await tx.select({ id: authUsers.id, display_name: authUsers.displayName }).from(authUsers).where(eq(authUsers.telegramUserId, account.telegramUserId)))[0];
+      with upserted as (
+        insert into auth.users (display_name, telegram_user_id, telegram_chat_id)
+        values (${account.displayName}, ${account.telegramUserId}, ${account.chatId})
+        on conflict (telegram_user_id) do update set telegram_chat_id = excluded.telegram_chat_id
+          where auth.users.telegram_chat_id is distinct from excluded.telegram_chat_id
+        returning id, display_name, (xmax = 0) as created
+      )
+      select id, display_name, created from upserted
+      union all
+      select id, display_name, false from auth.users
+      where telegram_user_id = ${account.telegramUserId} and not exists (select 1 from upserted)`)) as unknown as Array<{
+      id: string;
+      display_name: string;
+      created: boolean;
+    }>;
+    const row = rows[0];
     if (!row) throw new Error("ensureTelegramPerson found no row");
-    return { id: row.id, displayName: row.display_name, created: "created" in row ? Boolean(row.created) : false };
+    return { id: row.id, displayName: row.display_name, created: row.created };
   });
-}
-
-/** Deletes a person and, by cascade, every row of theirs in both schemas. */
-export async function deletePerson(db: Database, userId: string): Promise<void> {
-  await db.withAuth((tx) => tx.delete(authUsers).where(eq(authUsers.id, userId)));
 }
 
 /** The person with this Google account (by its stable subject id), created on first sign-in. */
@@ -154,4 +160,9 @@ export function ensureGooglePerson(db: Database, account: { sub: string; email: 
     if (!row) throw new Error("ensureGooglePerson returned no row");
     return row;
   });
+}
+
+/** Deletes a person and, by cascade, every row of theirs in both schemas. */
+export async function deletePerson(db: Database, userId: string): Promise<void> {
+  await db.withAuth((tx) => tx.delete(authUsers).where(eq(authUsers.id, userId)));
 }

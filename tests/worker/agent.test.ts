@@ -138,6 +138,17 @@ describe("model failures", () => {
     expect(await books(person.id)).toEqual(["Ubik"]);
   });
 
+  it("answers with the apology when a turn ends on tool calls without any text", async () => {
+    const { agent, chatId, send } = await setUp();
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      // Exhausted scripts repeat their last step: a tool call every step until the step limit.
+      instance.modelOverride = scriptedModel([{ tool: "memory_recall", input: { query: "anything" } }]);
+    });
+    await send("hello?");
+    await agent.settle();
+    expect(await botReplies(chatId)).toEqual([APOLOGY]);
+  });
+
   it("apologises within the budget when the model hangs", async () => {
     const { agent, chatId, send } = await setUp();
     await runInDurableObject(agent, (instance: UserAgent) => {

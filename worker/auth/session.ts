@@ -1,7 +1,7 @@
 // Browser sessions: an HttpOnly cookie holding a random token whose hash is in auth.sessions.
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
-import { createSession, deleteSession, findSessionPerson } from "../../db/repositories/auth";
+import { createSession, deleteSession, findSessionPerson, type Person } from "../../db/repositories/auth";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
@@ -15,8 +15,7 @@ const SESSION_TTL_SECONDS = 30 * 24 * 3600;
  */
 export function requireSession(onMissing: "redirect" | "reject"): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const token = getCookie(c, SESSION_COOKIE);
-    const person = token ? await findSessionPerson(c.var.db, token) : null;
+    const person = await sessionPerson(c);
     if (!person) {
       if (onMissing === "redirect") return c.redirect("/login", 307);
       throw new ApiError("unauthorized", "Sign in first.");
@@ -24,6 +23,12 @@ export function requireSession(onMissing: "redirect" | "reject"): MiddlewareHand
     c.set("person", person);
     await next();
   };
+}
+
+/** The person signed in on this request, or null. */
+export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> {
+  const token = getCookie(c, SESSION_COOKIE);
+  return token ? findSessionPerson(c.var.db, token) : null;
 }
 
 /** Starts a session for `userId` and sets its cookie on the response. */

@@ -1,8 +1,9 @@
-// POST /api/chat: one chat turn over HTTP for API clients, streamed as the AI SDK UI message stream. The session check comes first, before the
-// body is even read: without a session the answer is 307 to /login whatever was sent (spec, smoke 4).
+// POST /api/chat: one chat turn over HTTP for API clients, streamed as the AI SDK UI message stream.
+// The session check comes first, before the body is even read: without a session the answer is 307 to
+// /login whatever was sent (spec, smoke 4).
 import { Hono } from "hono";
 import { z } from "zod";
-import { RATE_LIMITS } from "../../agents/user-agent";
+import { MAX_MESSAGE_CHARS, RATE_LIMITS } from "../../agents/user-agent";
 import { agentFor } from "../agent-routing";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
@@ -13,7 +14,11 @@ import { readJson } from "../validation";
 const MAX_CHAT_BODY_BYTES = 64 * 1024;
 
 export const ChatRequest = z.object({
-  message: z.string().trim().min(1, "message must not be empty").max(8000, "message is longer than 8000 characters"),
+  message: z
+    .string()
+    .trim()
+    .min(1, "message must not be empty")
+    .max(MAX_MESSAGE_CHARS, `message is longer than ${MAX_MESSAGE_CHARS} characters`),
 });
 
 export const chat = new Hono<AppEnv>().post(

@@ -7,11 +7,11 @@ import { CodeChallengeMethod, decodeIdToken, generateCodeVerifier, generateState
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { ensureGooglePerson, findSessionPerson } from "../../db/repositories/auth";
+import { ensureGooglePerson } from "../../db/repositories/auth";
 import { saveConnection } from "../../db/repositories/connections";
 import { TokenCipher } from "../../db/token-cipher";
 import { secretsEqual } from "../auth/secrets";
-import { SESSION_COOKIE, startSession } from "../auth/session";
+import { sessionPerson, startSession } from "../auth/session";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
@@ -33,10 +33,7 @@ function client(c: Context<AppEnv>): OAuth2Client {
 export const google = new Hono<AppEnv>()
   .get("/start", async (c) => {
     const intent = c.req.query("intent") === "connect" ? "connect" : "signin";
-    if (intent === "connect") {
-      const token = getCookie(c, SESSION_COOKIE);
-      if (!token || !(await findSessionPerson(c.var.db, token))) return c.redirect("/login", 302);
-    }
+    if (intent === "connect" && !(await sessionPerson(c))) return c.redirect("/login", 302);
     const oauth = client(c);
     const state = generateState();
     const verifier = generateCodeVerifier();
@@ -78,8 +75,7 @@ export const google = new Hono<AppEnv>()
       return c.redirect("/app", 303);
     }
 
-    const session = getCookie(c, SESSION_COOKIE);
-    const person = session ? await findSessionPerson(c.var.db, session) : null;
+    const person = await sessionPerson(c);
     if (!person) return c.redirect("/login", 302);
     const key = c.var.config.TOKEN_ENCRYPTION_KEY;
     if (!key) throw new ApiError("config_invalid", "TOKEN_ENCRYPTION_KEY is not set.");

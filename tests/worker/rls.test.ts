@@ -4,6 +4,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Tx } from "../../db/database";
 import type { Person } from "../../db/repositories/auth";
 import { USER_TABLES, type UserTable } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
@@ -58,10 +59,21 @@ async function refusal(promise: Promise<unknown>): Promise<string> {
   throw new Error("expected the statement to be refused");
 }
 
+/** A text column of each table, for the update attempts. */
+const TEXT_COLUMN: Record<UserTable, string> = {
+  users: "display_name",
+  oauth_connections: "provider",
+  entities: "type",
+  edges: "type",
+  events: "kind",
+  facts: "statement",
+  sources: "kind",
+};
+
 const keyColumn = (table: UserTable) => (table === "users" ? "id" : "user_id");
 
 /** Runs `work` as `as`, returning the error message if Postgres refused it. */
-async function attempt(as: Person, work: (tx: Parameters<Parameters<ReturnType<typeof testDatabase>["withUser"]>[1]>[0]) => Promise<unknown>) {
+async function attempt(as: Person, work: (tx: Tx) => Promise<unknown>) {
   try {
     return { result: await testDatabase().withUser(as.id, work), error: null };
   } catch (error) {
@@ -96,7 +108,7 @@ describe("row-level security through Database.withUser", () => {
       });
 
       it("cannot update another person's rows", async () => {
-        const column = table === "users" ? "display_name" : table === "facts" ? "statement" : table === "edges" || table === "entities" ? "type" : table === "events" ? "kind" : table === "sources" ? "kind" : "provider";
+        const column = TEXT_COLUMN[table];
         const { result } = await attempt(alice.person, (tx) =>
           tx.execute(sql`update ${sql.identifier(table)} set ${sql.identifier(column)} = 'hijacked' where id = ${bob.rows[table]}`),
         );

@@ -40,6 +40,16 @@ const ConfigSchema = z
     GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
     INNGEST_EVENT_KEY: optional,
     INNGEST_SIGNING_KEY: optional,
+    /** The Inngest API (Inngest Cloud when unset; a dev server or a test stand-in otherwise). */
+    INNGEST_BASE_URL: z.url().optional(),
+    /** Set (to 1 or a dev server URL) to talk to a local Inngest dev server, unsigned. */
+    INNGEST_DEV: optional,
+    /** When set, the mail intake also verifies the push's OIDC token for this audience. */
+    PUBSUB_PUSH_AUDIENCE: optional,
+    /** The service account the push subscription signs as (checked when PUBSUB_PUSH_AUDIENCE is set). */
+    PUBSUB_PUSH_SERVICE_ACCOUNT: optional,
+    GOOGLE_JWKS_URL: z.url().default("https://www.googleapis.com/oauth2/v3/certs"),
+    GMAIL_API_URL: z.url().default("https://gmail.googleapis.com"),
     LANGFUSE_PUBLIC_KEY: optional,
     LANGFUSE_SECRET_KEY: optional,
     LANGFUSE_BASE_URL: z.url().optional(),

@@ -24,6 +24,8 @@ export interface ToolContext {
   source: SourceRef;
   /** Told about every write, for the UI's memory activity and for traces. */
   onActivity?: (activity: MemoryActivity) => void;
+  /** Hands a stored reminder to the workflow that delivers it; false when that could not be done. */
+  scheduleReminder?: (reminder: { eventId: string; at: string }) => Promise<boolean>;
 }
 
 export type MemoryActivity =
@@ -130,7 +132,8 @@ export function memoryTools(context: ToolContext): ToolSet {
           return createReminder(tx, userId, { text, at: when, sourceId });
         });
         context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
-        return { eventId };
+        const delivery = (await context.scheduleReminder?.({ eventId, at: when.toISOString() })) ?? false;
+        return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
       },
     }),
   };

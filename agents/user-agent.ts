@@ -30,6 +30,8 @@ import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
 import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
 import { memoryTools } from "./tools";
+import { emitEvents } from "./workflows/client";
+import { reminderCreated, turnCompleted } from "./workflows/events";
 
 /** Whole-turn budget: model steps and tools together. */
 export const TURN_BUDGET_MS = 20_000;
@@ -245,7 +247,14 @@ export class UserAgent extends AIChatAgent<Env> {
             model: this.modelOverride ?? createChatModel(config, this.env),
             system: systemPrompt({ name: "", now: new Date(), timezone: "UTC" }),
             messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
-            tools: memoryTools({ db: this.#db(), userId: this.userId, embedder: createEmbedder(config, this.env), source }),
+            tools: memoryTools({
+              db: this.#db(),
+              userId: this.userId,
+              embedder: createEmbedder(config, this.env),
+              source,
+              scheduleReminder: ({ eventId, at }) =>
+                emitEvents(config, reminderCreated.create({ userId: this.userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: this.userId }),
+            }),
             stopWhen: isStepCount(MAX_STEPS),
             abortSignal: signal,
             maxRetries: 1,
@@ -275,6 +284,15 @@ export class UserAgent extends AIChatAgent<Env> {
         }
         emit({ type: "finish" });
         trace.end({ output, failed: failed || signal.aborted });
+        // Background work on what the person said (fact-extract); never holds up or fails the turn.
+        const input = last ? textOf(last) : "";
+        if (input) {
+          const event = turnCompleted.create(
+            { userId: this.userId, surface, source: { kind: source.kind, externalId: source.externalId }, text: input },
+            { id: `turn-${this.userId}-${source.externalId}` },
+          );
+          this.ctx.waitUntil(emitEvents(config, event, { agent: this.userId }));
+        }
         this.ctx.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
       },
     });

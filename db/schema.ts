@@ -214,6 +214,8 @@ export const facts = pgTable(
     userId: userId(),
     statement: text("statement").notNull(),
     category: text("category").notNull().default("general"),
+    /** What the claim is about ("home city", "employer"): a newer claim on the same subject supersedes it. */
+    subject: text("subject").notNull().default(""),
     confidence: real("confidence").notNull().default(0.5),
     embedding: embedding(),
     supersededBy: uuid("superseded_by"),
@@ -223,6 +225,7 @@ export const facts = pgTable(
   },
   (t) => [
     index("facts_user_idx").on(t.userId),
+    index("facts_user_subject_idx").on(t.userId, t.subject),
     index("facts_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
   ],
 );

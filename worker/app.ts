@@ -16,8 +16,10 @@ import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
 import { google } from "./routes/google";
 import { health } from "./routes/health";
+import { mail } from "./routes/mail";
 import { memories } from "./routes/memories";
 import { telegram } from "./routes/telegram";
+import { workflows } from "./routes/workflows";
 import type { AppEnv } from "./types";
 
 export function createApp() {
@@ -54,6 +56,8 @@ export function createApp() {
   app.route("/api/chat", chat);
   app.route("/api/agent", agent);
   app.route("/api/messenger/webhook", telegram);
+  app.route("/api/workflows", workflows);
+  app.route("/api/webhooks/mail", mail);
   app.route("/api/memories", memories);
   app.route("/api", account);
   app.route("/login", login);

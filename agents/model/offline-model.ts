@@ -11,6 +11,8 @@ import type {
   LanguageModelV4Message,
   LanguageModelV4StreamPart,
 } from "@ai-sdk/provider";
+import { FACT_EXTRACTION_MARKER } from "../facts";
+import { offlineFacts } from "./offline-facts";
 
 type Intent =
   | { kind: "capture"; type: string; name: string; properties: Record<string, string> }
@@ -80,7 +82,7 @@ export class OfflineModel implements LanguageModelV4 {
 
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     const available = new Set((options.tools ?? []).map((t) => t.name));
-    const content = respond(options.prompt, available);
+    const content = isFactExtraction(options) ? [text(JSON.stringify({ facts: offlineFacts(lastUserText(options.prompt)) }))] : respond(options.prompt, available);
     const calls = content.some((c) => c.type === "tool-call");
     const words = content.reduce((n, c) => n + (c.type === "text" ? c.text.split(/\s+/).length : 8), 0);
     return {
@@ -119,10 +121,21 @@ export class OfflineModel implements LanguageModelV4 {
   }
 }
 
+/** A structured-output request for fact extraction (agents/facts.ts), answered by the sentence rules. */
+function isFactExtraction(options: LanguageModelV4CallOptions): boolean {
+  const system = options.prompt.find((m) => m.role === "system");
+  return options.responseFormat?.type === "json" && typeof system?.content === "string" && system.content.startsWith(FACT_EXTRACTION_MARKER);
+}
+
+function lastUserText(prompt: LanguageModelV4Message[]): string {
+  const last = prompt.findLast((m) => m.role === "user");
+  return last ? textOf(last) : "";
+}
+
 /** The next step of the turn: a tool call, or the reply once the tools have answered. */
 function respond(prompt: LanguageModelV4Message[], tools: Set<string>): LanguageModelV4Content[] {
   const lastUser = prompt.findLastIndex((m) => m.role === "user");
-  const userText = lastUser >= 0 ? textOf(prompt[lastUser]!) : "";
+  const userText = lastUserText(prompt);
   const outcomes = toolOutcomes(prompt.slice(lastUser + 1));
   const intent = parseIntent(userText);
   const step = outcomes.length;

@@ -16,13 +16,20 @@ export interface TurnTrace {
   end(result: { output: string; failed: boolean }): void;
 }
 
+export interface WorkflowTrace {
+  step(name: string, output: unknown): void;
+  end(result: { output: unknown; failed: boolean }): void;
+}
+
 export interface Tracer {
   startTurn(turn: { userId: string; surface: Surface; input: string; messageId: string }): TurnTrace;
+  /** A workflow run (one Inngest function execution), tagged `workflow` and the function id. */
+  startWorkflow(run: { functionId: string; runId: string; eventId: string | undefined; userId: string | undefined; input: unknown }): WorkflowTrace;
   flush(): Promise<void>;
 }
 
-const noopTrace: TurnTrace = { tool() {}, end() {} };
-export const noopTracer: Tracer = { startTurn: () => noopTrace, flush: async () => {} };
+const noopTrace: TurnTrace & WorkflowTrace = { tool() {}, step() {}, end() {} };
+export const noopTracer: Tracer = { startTurn: () => noopTrace, startWorkflow: () => noopTrace, flush: async () => {} };
 
 export function createTracer(config: Config): Tracer {
   if (!config.LANGFUSE_PUBLIC_KEY || !config.LANGFUSE_SECRET_KEY) return noopTracer;
@@ -50,6 +57,23 @@ export function createTracer(config: Config): Tracer {
         },
         end({ output, failed }) {
           trace.update({ output, ...(failed ? { metadata: { messageId, failed: true } } : {}) });
+        },
+      };
+    },
+    startWorkflow({ functionId, runId, eventId, userId, input }) {
+      const trace = langfuse.trace({
+        name: functionId,
+        ...(userId ? { userId } : {}),
+        input,
+        tags: ["workflow", functionId],
+        metadata: { runId, eventId },
+      });
+      return {
+        step(name, output) {
+          trace.span({ name: `step:${name}`, output });
+        },
+        end({ output, failed }) {
+          trace.update({ output, ...(failed ? { metadata: { runId, eventId, failed: true } } : {}) });
         },
       };
     },

@@ -1,6 +1,6 @@
 // OAuth connections (Gmail): tokens arrive here already sealed by TokenCipher; rows are per person
 // and provider, under row-level security like every table.
-import { sql } from "drizzle-orm";
+import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { oauthConnections } from "../schema";
 
@@ -28,4 +28,88 @@ export async function saveConnection(tx: Tx, userId: string, connection: SealedC
         accessTokenExpiresAt: connection.accessTokenExpiresAt,
       },
     });
+}
+
+export interface Connection {
+  accountEmail: string | null;
+  scope: string | null;
+  accessTokenEnc: string | null;
+  refreshTokenEnc: string | null;
+  accessTokenExpiresAt: Date | null;
+  gmailHistoryId: string | null;
+  watchExpiresAt: Date | null;
+}
+
+/** The person's connection to `provider`, or null. */
+export async function getConnection(tx: Tx, provider: "google"): Promise<Connection | null> {
+  const [row] = await tx
+    .select({
+      accountEmail: oauthConnections.accountEmail,
+      scope: oauthConnections.scope,
+      accessTokenEnc: oauthConnections.accessTokenEnc,
+      refreshTokenEnc: oauthConnections.refreshTokenEnc,
+      accessTokenExpiresAt: oauthConnections.accessTokenExpiresAt,
+      gmailHistoryId: oauthConnections.gmailHistoryId,
+      watchExpiresAt: oauthConnections.watchExpiresAt,
+    })
+    .from(oauthConnections)
+    .where(eq(oauthConnections.provider, provider));
+  return row ?? null;
+}
+
+/** Stores a refreshed (sealed) access token. */
+export async function saveAccessToken(tx: Tx, provider: "google", accessTokenEnc: string, expiresAt: Date | null): Promise<void> {
+  await tx
+    .update(oauthConnections)
+    .set({ accessTokenEnc, accessTokenExpiresAt: expiresAt, updatedAt: sql`now()` })
+    .where(eq(oauthConnections.provider, provider));
+}
+
+/**
+ * Records Gmail's position: `historyId` only ever moves it forward (a late or replayed notification
+ * cannot rewind it); `startHistoryId` sets it only when there is none yet (a renewed watch must not
+ * skip mail that has not been read); the watch expiry when given.
+ */
+export async function saveMailState(tx: Tx, state: { historyId?: string; startHistoryId?: string; watchExpiresAt?: Date }): Promise<void> {
+  await tx
+    .update(oauthConnections)
+    .set({
+      ...(state.startHistoryId ? { gmailHistoryId: sql`coalesce(${oauthConnections.gmailHistoryId}, ${state.startHistoryId})` } : {}),
+      ...(state.historyId
+        ? {
+            gmailHistoryId: sql`case when ${oauthConnections.gmailHistoryId} is null
+              or ${oauthConnections.gmailHistoryId}::numeric < ${state.historyId}::numeric then ${state.historyId}
+              else ${oauthConnections.gmailHistoryId} end`,
+          }
+        : {}),
+      ...(state.watchExpiresAt ? { watchExpiresAt: state.watchExpiresAt } : {}),
+      updatedAt: sql`now()`,
+    })
+    .where(eq(oauthConnections.provider, "google"));
+}
+
+// ---- system role (Database.withSystem): the only cross-person reads, of granted columns only ----
+
+/** Who owns this Gmail mailbox (null when nobody connected it). */
+export async function mailboxOwner(tx: Tx, emailAddress: string): Promise<string | null> {
+  const [row] = await tx
+    .select({ userId: oauthConnections.userId })
+    .from(oauthConnections)
+    .where(and(eq(oauthConnections.provider, "google"), sql`lower(${oauthConnections.accountEmail}) = lower(${emailAddress})`))
+    .limit(1);
+  return row?.userId ?? null;
+}
+
+/** People whose Gmail watch is missing or expires before `before`. */
+export async function watchesExpiringBefore(tx: Tx, before: Date | null): Promise<string[]> {
+  const rows = await tx
+    .select({ userId: oauthConnections.userId })
+    .from(oauthConnections)
+    .where(
+      and(
+        eq(oauthConnections.provider, "google"),
+        before ? or(isNull(oauthConnections.watchExpiresAt), lt(oauthConnections.watchExpiresAt, before)) : undefined,
+      ),
+    );
+  return rows.map((r) => r.userId);
 }

@@ -1,0 +1,92 @@
+// What the workflow functions work with. The Worker builds these per request from its bindings
+// (worker/routes/workflows.ts); tests and `npm run mail:watch` build them in Node against the same
+// Postgres. Every database access goes through Database.withUser / withSystem, like the agent's.
+import { Middleware, NonRetriableError } from "inngest";
+import type { LanguageModel } from "ai";
+import type { z } from "zod";
+import type { Database } from "../../db/database";
+import type { Config } from "../config";
+import type { Embedder } from "../model/embeddings";
+import type { TelegramSender } from "../telegram-sender";
+import type { Tracer, WorkflowTrace } from "../telemetry/tracer";
+
+export interface WorkflowDeps {
+  config: Config;
+  db: Database;
+  embedder: Embedder;
+  /** The model fact extraction asks (the configured chat model). */
+  model: LanguageModel;
+  tracer: Tracer;
+  /** Null when no bot token is configured: deliveries then fail for good, not in a retry loop. */
+  telegram: TelegramSender | null;
+  now: () => Date;
+}
+
+/** The sender, or a NonRetriableError: without a bot there is nobody to deliver to. */
+export function telegramOf(deps: WorkflowDeps): TelegramSender {
+  if (!deps.telegram) throw new NonRetriableError("TELEGRAM_BOT_TOKEN is not set");
+  return deps.telegram;
+}
+
+/** Validates an event's data; bad data is not retried (it will not get better). */
+export function dataOf<T>(schema: z.ZodType<T>, data: unknown): T {
+  const parsed = schema.safeParse(data);
+  if (!parsed.success) throw new NonRetriableError(`Invalid event data: ${parsed.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}`);
+  return parsed.data;
+}
+
+/** Splits `items` into runs of `size` (one step each, so a fan-out stays within Inngest's step limits). */
+export function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Traces every run in Langfuse, tagged `workflow` and the function id: one trace per run (the run id
+ * is the trace id, so the several requests of one run add to the same trace), a span per step that
+ * ran, the output or the error at the end. The batch is flushed before each request answers.
+ */
+export function tracingMiddleware(tracer: Tracer): Middleware.Class {
+  return class TracingMiddleware extends Middleware.BaseMiddleware {
+    readonly id = "soma-langfuse";
+    #trace: WorkflowTrace | undefined;
+
+    #traceOf(ctx: { runId: string; event: { id?: string; data?: unknown } }, fn: { id(prefix?: string): string }): WorkflowTrace {
+      const data = (ctx.event.data ?? {}) as { userId?: unknown };
+      this.#trace ??= tracer.startWorkflow({
+        functionId: functionIdOf(fn),
+        runId: ctx.runId,
+        eventId: ctx.event.id,
+        userId: typeof data.userId === "string" ? data.userId : undefined,
+        input: ctx.event.data,
+      });
+      return this.#trace;
+    }
+
+    override onStepComplete(arg: Middleware.OnStepCompleteArgs) {
+      this.#traceOf(arg.ctx, arg.fn).step(arg.stepInfo.options.name ?? arg.stepInfo.options.id, arg.output);
+    }
+
+    override onRunComplete(arg: Middleware.OnRunCompleteArgs) {
+      this.#traceOf(arg.ctx, arg.fn).end({ output: arg.output, failed: false });
+    }
+
+    override onRunError(arg: Middleware.OnRunErrorArgs) {
+      this.#traceOf(arg.ctx, arg.fn).end({ output: { error: `${arg.error.name}: ${arg.error.message}` }, failed: true });
+    }
+
+    override async wrapRequest({ next }: Middleware.WrapRequestArgs): Promise<Middleware.Response> {
+      try {
+        return await next();
+      } finally {
+        await tracer.flush().catch(() => {});
+      }
+    }
+  };
+}
+
+/** "fact-extract" from a function whose full id is "soma-fact-extract". */
+export function functionIdOf(fn: { id(prefix?: string): string }): string {
+  return fn.id().replace(/^soma-/, "");
+}

@@ -1,0 +1,21 @@
+// Workflow dependencies from a Worker's bindings (the Node side builds its own: tests, ops scripts).
+import type { Database } from "../../db/database";
+import { loadConfig } from "../config";
+import { createChatModel } from "../model/chat-model";
+import { createEmbedder } from "../model/embeddings";
+import { TelegramSender } from "../telegram-sender";
+import { createTracer } from "../telemetry/tracer";
+import type { WorkflowDeps } from "./deps";
+
+export function workflowDepsFromEnv(env: Env, db: Database): WorkflowDeps {
+  const config = loadConfig(env);
+  return {
+    config,
+    db,
+    embedder: createEmbedder(config, env),
+    model: createChatModel(config, env),
+    tracer: createTracer(config),
+    telegram: config.TELEGRAM_BOT_TOKEN ? new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT) : null,
+    now: () => new Date(),
+  };
+}

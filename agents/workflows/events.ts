@@ -1,0 +1,51 @@
+// The workflow events, declared once with zod: the functions trigger on these types and every sender
+// creates events through them, so a payload that does not match never leaves (or reaches) a function.
+// Each sender also gives the event an id derived from what it is about; Inngest drops a second event
+// with the same id within 24 h, and the functions are idempotent on top of that.
+import { eventType } from "inngest";
+import { z } from "zod";
+
+const userId = z.uuid();
+
+/** A chat turn finished (any door): fact-extract reads what the person said. */
+export const turnCompleted = eventType("conversation/turn.completed", {
+  schema: z.object({
+    userId,
+    surface: z.enum(["telegram", "web"]),
+    /** The message's provenance key (sources.kind / sources.external_id). */
+    source: z.object({ kind: z.string(), externalId: z.string() }),
+    text: z.string().max(20_000),
+  }),
+});
+
+/** Gmail told us (through Pub/Sub) that a connected mailbox changed. */
+export const mailNotificationReceived = eventType("mail/notification.received", {
+  schema: z.object({
+    userId,
+    emailAddress: z.string(),
+    historyId: z.string().regex(/^\d+$/),
+  }),
+});
+
+/** The person asked for a reminder (schedule_create); the events row is the source of truth. */
+export const reminderCreated = eventType("schedule/reminder.created", {
+  schema: z.object({
+    userId,
+    eventId: z.uuid(),
+    at: z.iso.datetime({ offset: true }),
+  }),
+});
+
+/** It is 08:00 for this person: compose and send the day's brief. */
+export const briefRequested = eventType("brief/requested", {
+  schema: z.object({
+    userId,
+    /** The person's local date (YYYY-MM-DD): one brief per person and day. */
+    date: z.iso.date(),
+  }),
+});
+
+export type TurnCompleted = z.infer<typeof turnCompleted.schema>;
+export type MailNotification = z.infer<typeof mailNotificationReceived.schema>;
+export type ReminderCreated = z.infer<typeof reminderCreated.schema>;
+export type BriefRequested = z.infer<typeof briefRequested.schema>;

@@ -1,0 +1,52 @@
+// brief-generate: the day's brief for one person — what is coming up in the next 24 hours, what they
+// talked about yesterday, how much mail arrived — sent in Telegram. Nothing to say → nothing sent.
+// Delivered once per person and date (a claimed `sources` row), however often it is requested.
+import { briefContents, claimDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
+import type { InngestClient } from "../client";
+import { dataOf, telegramOf, type WorkflowDeps } from "../deps";
+import { briefRequested } from "../events";
+
+export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
+  return inngest.createFunction(
+    { id: "brief-generate", name: "Compose and send the morning brief", triggers: [briefRequested], concurrency: { key: "event.data.userId", limit: 1 }, retries: 3 },
+    async ({ event, step }) => {
+      const request = dataOf(briefRequested.schema, event.data);
+      const brief = await step.run("compose", () =>
+        deps.db.withUser(request.userId, async (tx) => {
+          const contact = await contactOf(tx);
+          if (!contact?.chatId) return null;
+          const text = composeBrief(await briefContents(tx, deps.now()), contact);
+          if (!text) return null;
+          // Claimed in the same transaction as it is composed: a second request for this date finds it taken.
+          return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { chatId: contact.chatId, text } : null;
+        }),
+      );
+      if (!brief) return { sent: false };
+      await step.run("send", () => telegramOf(deps).sendText(brief.chatId, brief.text));
+      return { sent: true, text: brief.text };
+    },
+  );
+}
+
+/** The brief's text, or null when there is nothing worth a message. */
+export function composeBrief(contents: BriefContents, person: { displayName: string; timezone: string }): string | null {
+  if (contents.upcoming.length === 0 && contents.recent.length === 0 && contents.mail === 0) return null;
+  const lines = [`Good morning${person.displayName ? `, ${person.displayName.split(" ")[0]}` : ""}! Here's your day.`];
+  if (contents.upcoming.length > 0) {
+    lines.push("", "Coming up:");
+    for (const item of contents.upcoming) lines.push(`• ${timeIn(item.at, person.timezone)} ${item.text}`);
+  }
+  if (contents.recent.length > 0) {
+    lines.push("", `On your mind yesterday: ${contents.recent.map((e) => `${e.name} (${e.type})`).join(", ")}.`);
+  }
+  if (contents.mail > 0) lines.push("", `${contents.mail} new email${contents.mail === 1 ? "" : "s"} since yesterday.`);
+  return lines.join("\n");
+}
+
+function timeIn(at: Date | string, timeZone: string): string {
+  try {
+    return new Date(at).toLocaleTimeString("en-GB", { timeZone, hour: "2-digit", minute: "2-digit" });
+  } catch {
+    return new Date(at).toISOString().slice(11, 16);
+  }
+}

@@ -1,0 +1,123 @@
+// mail-ingest: a Gmail notification for a connected mailbox → the messages added to INBOX since the
+// stored history id, each recorded once (a `sources` row per message id, a `person` entity for the
+// sender, an `email_received` event). A history id Gmail no longer has (404) → a bounded resync of the
+// newest mail and a fresh position, never a loop. One run at a time per person.
+import { NonRetriableError } from "inngest";
+import { saveMailState } from "../../../db/repositories/connections";
+import { recordEmail } from "../../../db/repositories/mail";
+import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../gmail/gmail-client";
+import { gmailFor } from "../../gmail/google-account";
+import type { InngestClient } from "../client";
+import { chunks, dataOf, type WorkflowDeps } from "../deps";
+import { mailNotificationReceived } from "../events";
+
+/** Messages one run reads at most; the rest wait for the next notification. */
+export const MAX_MESSAGES_PER_RUN = 100;
+/** Messages read back after a lost position. */
+export const RESYNC_MESSAGES = 25;
+const MAX_HISTORY_PAGES = 5;
+const MESSAGES_PER_STEP = 20;
+
+export function mailIngest(inngest: InngestClient, deps: WorkflowDeps) {
+  return inngest.createFunction(
+    {
+      id: "mail-ingest",
+      name: "Ingest new Gmail messages",
+      triggers: [mailNotificationReceived],
+      concurrency: { key: "event.data.userId", limit: 1 },
+      retries: 5,
+    },
+    async ({ event, step }) => {
+      const note = dataOf(mailNotificationReceived.schema, event.data);
+      const plan = await step.run("list-new-messages", async () => {
+        const account = await gmailFor(deps.config, deps.db, note.userId);
+        if (!account) return null;
+        return gmailCall(() => newMessages(account.gmail, account.connection.gmailHistoryId, note.historyId));
+      });
+      if (!plan) return { skipped: "no Google connection" };
+
+      let recorded = 0;
+      for (const [i, ids] of chunks(plan.messageIds, MESSAGES_PER_STEP).entries()) {
+        recorded += await step.run(`ingest-${i}`, async () => {
+          const account = await gmailFor(deps.config, deps.db, note.userId);
+          if (!account) return 0;
+          let n = 0;
+          for (const id of ids) if (await ingestMessage(deps, account.gmail, note.userId, id)) n++;
+          return n;
+        });
+      }
+      await step.run("save-position", () => deps.db.withUser(note.userId, (tx) => saveMailState(tx, { historyId: plan.historyId })));
+      return { listed: plan.messageIds.length, recorded, resynced: plan.resynced, historyId: plan.historyId };
+    },
+  );
+}
+
+/** The INBOX messages added since `startHistoryId`, and the position to store afterwards. */
+async function newMessages(gmail: GmailClient, startHistoryId: string | null, notifiedHistoryId: string) {
+  if (startHistoryId) {
+    try {
+      const ids: string[] = [];
+      let position = startHistoryId;
+      let pageToken: string | undefined;
+      for (let page = 0; page < MAX_HISTORY_PAGES; page++) {
+        const history = await gmail.history(startHistoryId, pageToken);
+        for (const record of history.history ?? []) {
+          if (ids.length >= MAX_MESSAGES_PER_RUN) return { messageIds: ids, historyId: position, resynced: false };
+          for (const added of record.messagesAdded ?? []) if (!ids.includes(added.message.id)) ids.push(added.message.id);
+          position = record.id;
+        }
+        pageToken = history.nextPageToken;
+        if (!pageToken) return { messageIds: ids, historyId: maxId(history.historyId, notifiedHistoryId), resynced: false };
+      }
+      return { messageIds: ids, historyId: position, resynced: false };
+    } catch (error) {
+      // Gmail keeps about a week of history; an older position is gone for good.
+      if (!(error instanceof GmailError && error.status === 404)) throw error;
+    }
+  }
+  const recent = await gmail.recentMessages(RESYNC_MESSAGES);
+  return { messageIds: (recent.messages ?? []).map((m) => m.id), historyId: notifiedHistoryId, resynced: true };
+}
+
+/** Reads one message's metadata and records it; false when it was already recorded or is gone. */
+async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<boolean> {
+  const message = await gmailCall(() => gmail.message(id)).catch((error: unknown) => {
+    if (error instanceof NonRetriableError && /answered 404/.test(error.message)) return null; // deleted since
+    throw error;
+  });
+  if (!message) return false;
+  const from = parseMailbox(headerOf(message, "From")) ?? { name: null, email: "unknown@unknown" };
+  const sender = from.name ?? from.email;
+  const [embedding] = await deps.embedder.embed([`person: ${sender}`]).catch(() => [null]);
+  const received = message.internalDate ? new Date(Number(message.internalDate)) : new Date(headerOf(message, "Date") ?? Date.now());
+  const result = await deps.db.withUser(userId, (tx) =>
+    recordEmail(
+      tx,
+      userId,
+      {
+        messageId: message.id,
+        threadId: message.threadId ?? null,
+        from,
+        subject: headerOf(message, "Subject") ?? "(no subject)",
+        receivedAt: Number.isNaN(received.getTime()) ? new Date() : received,
+        snippet: message.snippet ?? "",
+      },
+      embedding ?? null,
+    ),
+  );
+  return result.created;
+}
+
+/** Gmail refusals that a retry cannot fix (other than 401, which the client already retried) stop the run. */
+async function gmailCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof GmailError && !error.transient) throw new NonRetriableError(error.message, { cause: error });
+    throw error;
+  }
+}
+
+function maxId(a: string, b: string): string {
+  return BigInt(a) >= BigInt(b) ? a : b;
+}

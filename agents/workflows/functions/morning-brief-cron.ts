@@ -1,0 +1,24 @@
+// morning-brief-cron: every hour, finds the people for whom it is now 08:00 and asks for their brief
+// (brief/requested), one event per person and local date, so a retried fan-out asks only once.
+import { peopleAtLocalHour } from "../../../db/repositories/digest";
+import type { InngestClient } from "../client";
+import { chunks, type WorkflowDeps } from "../deps";
+import { briefRequested } from "../events";
+
+export const BRIEF_HOUR = 8;
+
+export function morningBriefCron(inngest: InngestClient, deps: WorkflowDeps) {
+  return inngest.createFunction(
+    { id: "morning-brief-cron", name: "Morning brief fan-out", triggers: [{ cron: "TZ=UTC 0 * * * *" }], retries: 3 },
+    async ({ step }) => {
+      const due = await step.run("people-at-eight", () => deps.db.withSystem((tx) => peopleAtLocalHour(tx, BRIEF_HOUR, deps.now())));
+      for (const [i, batch] of chunks(due, 500).entries()) {
+        await step.sendEvent(
+          `request-briefs-${i}`,
+          batch.map(({ userId, localDate }) => briefRequested.create({ userId, date: localDate }, { id: `brief-${userId}-${localDate}` })),
+        );
+      }
+      return { requested: due.length };
+    },
+  );
+}

@@ -1,0 +1,64 @@
+// weekly-review: on Sunday evening, a summary of what each person added to their memory that week,
+// sent in Telegram. Empty weeks send nothing; each person gets one review per ISO week.
+import { claimDelivery, contactOf, peopleOnTelegram, weekContents, type WeekContents } from "../../../db/repositories/digest";
+import type { InngestClient } from "../client";
+import { chunks, telegramOf, type WorkflowDeps } from "../deps";
+
+const WEEK_MS = 7 * 86_400_000;
+/** People per step: a step stays well inside a request's time, the run inside Inngest's step limit. */
+const PEOPLE_PER_STEP = 25;
+
+export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
+  return inngest.createFunction(
+    { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 18 * * 0" }], retries: 3 },
+    async ({ step }) => {
+      const people = await step.run("people", () => deps.db.withSystem((tx) => peopleOnTelegram(tx)));
+      let sent = 0;
+      for (const [i, batch] of chunks(people, PEOPLE_PER_STEP).entries()) {
+        sent += await step.run(`review-${i}`, async () => {
+          let n = 0;
+          for (const userId of batch) if (await reviewOne(deps, userId)) n++;
+          return n;
+        });
+      }
+      return { people: people.length, sent };
+    },
+  );
+}
+
+/** Composes, claims and sends one person's review; false when there was nothing to send (or it was sent before). */
+async function reviewOne(deps: WorkflowDeps, userId: string): Promise<boolean> {
+  const now = deps.now();
+  const week = isoWeek(now);
+  const review = await deps.db.withUser(userId, async (tx) => {
+    const contact = await contactOf(tx);
+    if (!contact?.chatId) return null;
+    const text = composeReview(await weekContents(tx, new Date(now.getTime() - WEEK_MS)));
+    if (!text) return null;
+    return (await claimDelivery(tx, userId, "weekly-review", week, text)) ? { chatId: contact.chatId, text } : null;
+  });
+  if (!review) return false;
+  await telegramOf(deps).sendText(review.chatId, review.text);
+  return true;
+}
+
+/** The review's text, or null for a week with nothing new. */
+export function composeReview(week: WeekContents): string | null {
+  if (week.byType.length === 0 && week.facts.length === 0) return null;
+  const lines = ["Your week in memory:"];
+  for (const { type, names } of week.byType) lines.push(`• ${type}: ${names.join(", ")}`);
+  if (week.facts.length > 0) lines.push("", `Things I learned about you: ${week.facts.join("; ")}.`);
+  if (week.mail > 0) lines.push("", `${week.mail} email${week.mail === 1 ? "" : "s"} came in.`);
+  lines.push("", "Say /memories to see everything, or /forget to drop something.");
+  return lines.join("\n");
+}
+
+/** "2026-W47": the ISO week of `date` (UTC). */
+export function isoWeek(date: Date): string {
+  const d = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+  const day = d.getUTCDay() || 7;
+  d.setUTCDate(d.getUTCDate() + 4 - day);
+  const yearStart = Date.UTC(d.getUTCFullYear(), 0, 1);
+  const week = Math.ceil(((d.getTime() - yearStart) / 86_400_000 + 1) / 7);
+  return `${d.getUTCFullYear()}-W${String(week).padStart(2, "0")}`;
+}

@@ -1,0 +1,98 @@
+// Nightly consolidation of a person's memory: entities of the same type whose names are near-copies
+// ("The Hobbit" / "Hobbit", "Harry Potter and the Philosopher's Stone" / "…Philosophers Stone") are
+// merged into the older one. Nothing is lost: the merged name becomes an alias, its properties fill
+// gaps, its relations and events point at the survivor, and its source is listed on the survivor
+// (the sources rows themselves are never touched). Different things with similar names — "Dune" and
+// "Dune Messiah", "Rocky II" and "Rocky III" — stay apart.
+import { sql } from "drizzle-orm";
+import type { Tx } from "../database";
+
+/** Trigram similarity from which two names of one type may be the same thing. */
+export const MERGE_SIMILARITY = 0.75;
+/** …and, when both have embeddings, the cosine similarity they must also reach. */
+export const MERGE_COSINE = 0.9;
+
+interface Pair {
+  keep_id: string;
+  drop_id: string;
+  type: string;
+  keep_name: string;
+  drop_name: string;
+  similarity: number;
+  cosine: number | null;
+  [key: string]: unknown;
+}
+
+export interface Merge {
+  keptId: string;
+  mergedId: string;
+  type: string;
+  kept: string;
+  merged: string;
+}
+
+/** Merges near-duplicates among entities touched since `since` (against all of the person's entities). */
+export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): Promise<Merge[]> {
+  const pairs = (await tx.execute(sql`
+    select a.id as keep_id, b.id as drop_id, b.type, a.name as keep_name, b.name as drop_name,
+           similarity(a.normalized_name, b.normalized_name) as similarity,
+           case when a.embedding is not null and b.embedding is not null then 1 - (a.embedding <=> b.embedding) end as cosine
+    from entities b
+    join entities a on a.user_id = b.user_id and a.type = b.type and a.status = 'active' and a.id <> b.id
+                   and a.normalized_name % b.normalized_name
+                   and (a.created_at, a.id) < (b.created_at, b.id)
+    where b.user_id = ${userId} and b.status = 'active' and b.updated_at >= ${since.toISOString()}
+    order by b.created_at, similarity desc`)) as unknown as Pair[];
+
+  const merges: Merge[] = [];
+  const gone = new Set<string>();
+  for (const pair of pairs) {
+    if (gone.has(pair.keep_id) || gone.has(pair.drop_id) || !sameThing(pair)) continue;
+    await mergeInto(tx, pair.keep_id, pair.drop_id);
+    gone.add(pair.drop_id);
+    merges.push({ keptId: pair.keep_id, mergedId: pair.drop_id, type: pair.type, kept: pair.keep_name, merged: pair.drop_name });
+  }
+  return merges;
+}
+
+/** Whether two similar names of one type name the same thing. */
+export function sameThing(pair: Pick<Pair, "keep_name" | "drop_name" | "similarity" | "cosine">): boolean {
+  const a = canonical(pair.keep_name);
+  const b = canonical(pair.drop_name);
+  if (a === b) return true;
+  // A different number is a different thing (a sequel, a season, a year).
+  if (numbers(a) !== numbers(b)) return false;
+  return Number(pair.similarity) >= MERGE_SIMILARITY && (pair.cosine === null || Number(pair.cosine) >= MERGE_COSINE);
+}
+
+function canonical(name: string): string {
+  return name
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .toLowerCase()
+    .replace(/['’`]s\b/g, "s")
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim()
+    .replace(/^(the|a|an)\s+/, "");
+}
+
+function numbers(name: string): string {
+  const roman = /\b(i{1,3}|iv|v|vi{0,3}|ix|x)\b/g;
+  return [...(name.match(/\d+/g) ?? []), ...(name.match(roman) ?? [])].join(",");
+}
+
+async function mergeInto(tx: Tx, keepId: string, dropId: string): Promise<void> {
+  await tx.execute(sql`update edges set from_id = ${keepId} where from_id = ${dropId}`);
+  await tx.execute(sql`update edges set to_id = ${keepId} where to_id = ${dropId}`);
+  await tx.execute(sql`update events set entity_ids = array_replace(entity_ids, ${dropId}::uuid, ${keepId}::uuid) where entity_ids @> array[${dropId}::uuid]`);
+  await tx.execute(sql`
+    update entities k set
+      properties = d.properties || k.properties || jsonb_build_object(
+        'aliases', coalesce(k.properties -> 'aliases', '[]'::jsonb) || to_jsonb(d.name),
+        'mergedSources', coalesce(k.properties -> 'mergedSources', '[]'::jsonb)
+          || case when d.source_id is null then '[]'::jsonb else to_jsonb(d.source_id::text) end),
+      updated_at = now()
+    from entities d
+    where k.id = ${keepId} and d.id = ${dropId}`);
+  await tx.execute(sql`delete from entities where id = ${dropId}`);
+}

@@ -1,0 +1,145 @@
+// What the proactive workflows read and record: reminders due, the day's brief, the weekly review,
+// where to reach the person, and the ledger that makes each delivery happen once. Person-scoped
+// functions take a Database.withUser transaction; the fan-out listings take a withSystem one.
+import { and, eq, gte, sql } from "drizzle-orm";
+import type { Tx } from "../database";
+import { entities, events, facts, users } from "../schema";
+
+/** Where and how to reach the person (their own users row, visible to them under RLS). */
+export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezone: string; displayName: string } | null> {
+  const [row] = await tx
+    .select({ chatId: users.telegramChatId, timezone: users.timezone, displayName: users.displayName })
+    .from(users)
+    .limit(1);
+  return row ?? null;
+}
+
+/**
+ * Claims one delivery (a brief for a date, a weekly review for a week): true for the first caller,
+ * false for every later one. The claim is a `sources` row, unique per (person, kind, key), holding
+ * what was sent — the provenance of a message Soma wrote on its own.
+ */
+export async function claimDelivery(tx: Tx, userId: string, kind: "brief" | "weekly-review", key: string, text: string): Promise<boolean> {
+  const rows = (await tx.execute(sql`
+    insert into sources (user_id, kind, external_id, payload) values (${userId}, ${kind}, ${key}, ${JSON.stringify({ text })}::jsonb)
+    on conflict (user_id, kind, external_id) do nothing returning id`)) as unknown as unknown[];
+  return rows.length > 0;
+}
+
+export interface DueReminder {
+  text: string;
+  at: Date;
+}
+
+/** Moves a scheduled reminder to `delivering`; null when it is not (any longer) waiting to be sent. */
+export async function claimReminder(tx: Tx, eventId: string): Promise<DueReminder | null> {
+  const [row] = await tx
+    .update(events)
+    .set({ status: "delivering" })
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "scheduled")))
+    .returning({ payload: events.payload, at: events.occurredAt });
+  if (!row) return null;
+  return { text: String(row.payload.text ?? ""), at: row.at };
+}
+
+export async function finishReminder(tx: Tx, eventId: string, status: "delivered" | "undeliverable"): Promise<void> {
+  await tx.update(events).set({ status }).where(eq(events.id, eventId));
+}
+
+export interface BriefContents {
+  upcoming: Array<{ kind: string; at: Date; text: string }>;
+  recent: Array<{ type: string; name: string }>;
+  mail: number;
+}
+
+/** The person's next 24 hours and last 24 hours, for the morning brief. */
+export async function briefContents(tx: Tx, now: Date): Promise<BriefContents> {
+  const dayAgo = new Date(now.getTime() - 86_400_000);
+  const dayAhead = new Date(now.getTime() + 86_400_000);
+  const upcoming = await tx
+    .select({ kind: events.kind, at: events.occurredAt, payload: events.payload })
+    .from(events)
+    .where(and(sql`${events.occurredAt} between ${now.toISOString()} and ${dayAhead.toISOString()}`, sql`${events.status} in ('scheduled', 'recorded')`))
+    .orderBy(events.occurredAt)
+    .limit(10);
+  const recent = await tx
+    .select({ type: entities.type, name: entities.name })
+    .from(entities)
+    .where(and(eq(entities.status, "active"), gte(entities.updatedAt, dayAgo), 
+      // what the person talked about, not every sender of yesterday's mail (counted separately)
+      sql`not exists (select 1 from sources s where s.id = ${entities.sourceId} and s.kind = 'gmail')`,
+    ))
+    .orderBy(sql`${entities.updatedAt} desc`)
+    .limit(8);
+  const [mail] = await tx
+    .select({ n: sql<number>`count(*)::int` })
+    .from(events)
+    .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, dayAgo)));
+  return {
+    upcoming: upcoming.map((e) => ({ kind: e.kind, at: e.at, text: String(e.payload.text ?? e.payload.subject ?? e.kind) })),
+    recent,
+    mail: mail?.n ?? 0,
+  };
+}
+
+export interface WeekContents {
+  byType: Array<{ type: string; names: string[] }>;
+  facts: string[];
+  mail: number;
+}
+
+/** What the person added in the week since `since`. */
+export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
+  const byType = (await tx.execute(sql`
+    select type, (array_agg(name order by created_at desc))[1:6] as names, count(*)::int as n
+    from entities where status = 'active' and created_at >= ${since.toISOString()}
+    group by type order by count(*) desc, type limit 8`)) as unknown as Array<{ type: string; names: string[] | string }>;
+  const newFacts = await tx
+    .select({ statement: facts.statement })
+    .from(facts)
+    .where(and(sql`${facts.supersededBy} is null`, gte(facts.createdAt, since)))
+    .orderBy(sql`${facts.confidence} desc`)
+    .limit(5);
+  const [mail] = await tx
+    .select({ n: sql<number>`count(*)::int` })
+    .from(events)
+    .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, since)));
+  return {
+    byType: byType.map((r) => ({ type: r.type, names: Array.isArray(r.names) ? r.names : parseArray(r.names) })),
+    facts: newFacts.map((f) => f.statement),
+    mail: mail?.n ?? 0,
+  };
+}
+
+function parseArray(value: string): string[] {
+  return value
+    .replace(/^\{|\}$/g, "")
+    .split(",")
+    .map((v) => v.replace(/^"|"$/g, ""))
+    .filter(Boolean);
+}
+
+// ---- system role (Database.withSystem): whom to fan out to ----
+
+/** People reachable in Telegram whose local hour is `hour` at `now`, with their local date. */
+export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date): Promise<Array<{ userId: string; localDate: string }>> {
+  return (await tx.execute(sql`
+    select u.id as "userId", to_char(${now.toISOString()}::timestamptz at time zone u.timezone, 'YYYY-MM-DD') as "localDate"
+    from users u
+    where u.telegram_chat_id is not null
+      and u.timezone in (select name from pg_timezone_names)
+      and extract(hour from ${now.toISOString()}::timestamptz at time zone u.timezone) = ${hour}
+    order by u.id`)) as unknown as Array<{ userId: string; localDate: string }>;
+}
+
+/** Everyone reachable in Telegram. */
+export async function peopleOnTelegram(tx: Tx): Promise<string[]> {
+  const rows = await tx.select({ id: users.id }).from(users).where(sql`${users.telegramChatId} is not null`).orderBy(users.id);
+  return rows.map((r) => r.id);
+}
+
+/** Everyone (nightly jobs that look at each person's own recent rows). */
+export async function everyone(tx: Tx): Promise<string[]> {
+  const rows = await tx.select({ id: users.id }).from(users).orderBy(users.id);
+  return rows.map((r) => r.id);
+}

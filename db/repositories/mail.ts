@@ -1,0 +1,56 @@
+// Mail ingestion: one Gmail message → a `sources` row (unique per message id, so a duplicate push or a
+// replayed history page does nothing), a `person` entity for the sender and an `email_received` event.
+import { sql } from "drizzle-orm";
+import type { Tx } from "../database";
+import { events } from "../schema";
+import { captureEntity } from "./memory";
+
+export interface EmailMetadata {
+  messageId: string;
+  threadId: string | null;
+  from: { name: string | null; email: string };
+  subject: string;
+  receivedAt: Date;
+  snippet: string;
+}
+
+/** Records one received email; `created` is false when this message was already ingested. */
+export async function recordEmail(
+  tx: Tx,
+  userId: string,
+  email: EmailMetadata,
+  senderEmbedding: number[] | null,
+): Promise<{ created: boolean; personId?: string; eventId?: string }> {
+  const claimed = (await tx.execute(sql`
+    insert into sources (user_id, kind, external_id, payload)
+    values (${userId}, 'gmail', ${email.messageId},
+            ${JSON.stringify({ from: email.from, subject: email.subject, threadId: email.threadId, text: `Email from ${senderLabel(email.from)}: ${email.subject}` })}::jsonb)
+    on conflict (user_id, kind, external_id) do nothing
+    returning id`)) as unknown as Array<{ id: string }>;
+  const sourceId = claimed[0]?.id;
+  if (!sourceId) return { created: false };
+
+  const person = await captureEntity(tx, userId, {
+    type: "person",
+    name: email.from.name ?? email.from.email,
+    properties: { email: email.from.email },
+    embedding: senderEmbedding,
+    sourceId,
+  });
+  const [event] = await tx
+    .insert(events)
+    .values({
+      userId,
+      kind: "email_received",
+      occurredAt: email.receivedAt,
+      payload: { subject: email.subject, from: email.from, snippet: email.snippet.slice(0, 300), messageId: email.messageId },
+      entityIds: [person.entityId],
+      sourceId,
+    })
+    .returning({ id: events.id });
+  return { created: true, personId: person.entityId, eventId: event?.id };
+}
+
+export function senderLabel(from: { name: string | null; email: string }): string {
+  return from.name ? `${from.name} <${from.email}>` : from.email;
+}

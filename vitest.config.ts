@@ -1,5 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { TEST_INNGEST, TEST_MAIL } from "./tests/setup/test-secrets";
 
 // Two projects share one embedded Postgres (tests/setup/postgres.ts):
 //   worker  tests run inside workerd with the real Worker, Durable Objects and bindings
@@ -35,6 +36,15 @@ export default defineConfig({
                 LANGFUSE_PUBLIC_KEY: "pk-lf-test",
                 LANGFUSE_SECRET_KEY: "sk-lf-test",
                 LANGFUSE_BASE_URL: inject("standInUrl"),
+                INNGEST_EVENT_KEY: TEST_INNGEST.eventKey,
+                INNGEST_SIGNING_KEY: TEST_INNGEST.signingKey,
+                INNGEST_BASE_URL: inject("standInUrl"),
+                MAIL_PUSH_TOKEN: TEST_MAIL.pushToken,
+                PUBSUB_PUSH_AUDIENCE: TEST_MAIL.audience,
+                PUBSUB_PUSH_SERVICE_ACCOUNT: TEST_MAIL.serviceAccount,
+                GOOGLE_JWKS_URL: `${inject("standInUrl")}/google/jwks`,
+                GMAIL_API_URL: inject("standInUrl"),
+                GMAIL_PUBSUB_TOPIC: "projects/soma-test/topics/gmail",
               },
             },
           })),

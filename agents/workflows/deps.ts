@@ -3,7 +3,6 @@
 // Postgres. Every database access goes through Database.withUser / withSystem, like the agent's.
 import { Middleware, NonRetriableError } from "inngest";
 import type { LanguageModel } from "ai";
-import type { z } from "zod";
 import type { Database } from "../../db/database";
 import type { Config } from "../config";
 import type { Embedder } from "../model/embeddings";
@@ -26,13 +25,6 @@ export interface WorkflowDeps {
 export function telegramOf(deps: WorkflowDeps): TelegramSender {
   if (!deps.telegram) throw new NonRetriableError("TELEGRAM_BOT_TOKEN is not set");
   return deps.telegram;
-}
-
-/** Validates an event's data; bad data is not retried (it will not get better). */
-export function dataOf<T>(schema: z.ZodType<T>, data: unknown): T {
-  const parsed = schema.safeParse(data);
-  if (!parsed.success) throw new NonRetriableError(`Invalid event data: ${parsed.error.issues.map((i) => `${i.path.join(".")} ${i.message}`).join("; ")}`);
-  return parsed.data;
 }
 
 /** Splits `items` into runs of `size` (one step each, so a fan-out stays within Inngest's step limits). */

@@ -58,8 +58,8 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
     // The same message seen again (a redelivered event) teaches nothing new.
     if (claim.sourceId && repeat.source_id === claim.sourceId) return { factId: repeat.id, outcome: "unchanged" };
     await tx.execute(sql`
-      update facts set confidence = ${1 - CONFIDENCE_ALPHA} * confidence + ${CONFIDENCE_ALPHA} * ${claim.confidence},
-                       source_id = coalesce(${claim.sourceId}, source_id), updated_at = now()
+      update facts set confidence = ${1 - CONFIDENCE_ALPHA}::real * confidence + ${CONFIDENCE_ALPHA}::real * ${claim.confidence}::real,
+                       source_id = coalesce(${claim.sourceId}::uuid, source_id), updated_at = now()
       where id = ${repeat.id}`);
     return { factId: repeat.id, outcome: "reinforced" };
   }

@@ -6,7 +6,9 @@
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
 // GET /__requests lists chat-completion requests.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import { json, readBody } from "./http";
+import { workflowStandIns } from "./workflow-stand-ins";
 
 interface BotCall {
   method: string;
@@ -34,6 +36,7 @@ export async function startStandIns(): Promise<StandIns> {
   const googleRequests: Array<Record<string, string>> = [];
   const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
   let messageId = 1000;
+  const workflows = await workflowStandIns();
 
   const server: Server = createServer(async (req, res) => {
     try {
@@ -54,6 +57,11 @@ export async function startStandIns(): Promise<StandIns> {
       if (url.pathname === "/google/token") {
         const form = Object.fromEntries(new URLSearchParams(body));
         googleRequests.push(form);
+        if (form.grant_type === "refresh_token") {
+          const owner = /^1\/\/refresh-(.+)$/.exec(form.refresh_token ?? "")?.[1];
+          if (!owner || owner.includes("revoked")) return json(res, 400, { error: "invalid_grant" });
+          return json(res, 200, { access_token: `ya29.refreshed-${owner}`, expires_in: 3599, token_type: "Bearer" });
+        }
         const sub = /^good-(.+)$/.exec(form.code ?? "")?.[1];
         if (!sub || !form.code_verifier) return json(res, 400, { error: "invalid_grant" });
         const claims = { iss: "https://accounts.google.com", sub, email: `${sub}@gmail.example`, name: `Person ${sub}`, aud: form.client_id, iat: 0, exp: 9_999_999_999 };
@@ -72,6 +80,8 @@ export async function startStandIns(): Promise<StandIns> {
         for (const event of batch) langfuseEvents.push({ type: event.type, body: event.body, authorization: req.headers.authorization });
         return json(res, 207, { successes: batch.map((e) => ({ id: e.id, status: 201 })), errors: [] });
       }
+
+      if (await workflows(url, req, body, res)) return;
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       if (bot) return botApi(bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
@@ -180,18 +190,4 @@ function pseudoEmbedding(text: string): number[] {
   for (let i = 0; i < text.length; i++) vector[(text.charCodeAt(i) * 31 + i) % 1024]! += 1;
   const norm = Math.hypot(...vector) || 1;
   return vector.map((v) => v / norm);
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
-function json(res: ServerResponse, status: number, body: unknown) {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
 }

@@ -6,5 +6,9 @@ declare namespace Cloudflare {
     TELEGRAM_BOT_TOKEN: string;
     TELEGRAM_WEBHOOK_SECRET: string;
     TOKEN_ENCRYPTION_KEY: string;
+    MAIL_PUSH_TOKEN: string;
+    PUBSUB_PUSH_AUDIENCE: string;
+    PUBSUB_PUSH_SERVICE_ACCOUNT: string;
+    INNGEST_SIGNING_KEY: string;
   }
 }

@@ -3,14 +3,14 @@
 // Delivered once per person and date (a claimed `sources` row), however often it is requested.
 import { briefContents, claimDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
 import type { InngestClient } from "../client";
-import { dataOf, telegramOf, type WorkflowDeps } from "../deps";
+import { telegramOf, type WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
 
 export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
     { id: "brief-generate", name: "Compose and send the morning brief", triggers: [briefRequested], concurrency: { key: "event.data.userId", limit: 1 }, retries: 3 },
     async ({ event, step }) => {
-      const request = dataOf(briefRequested.schema, event.data);
+      const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
       const brief = await step.run("compose", () =>
         deps.db.withUser(request.userId, async (tx) => {
           const contact = await contactOf(tx);

@@ -5,7 +5,7 @@ import { recordFact } from "../../../db/repositories/facts";
 import { recordSource } from "../../../db/repositories/memory";
 import { extractFacts } from "../../facts";
 import type { InngestClient } from "../client";
-import { dataOf, type WorkflowDeps } from "../deps";
+import type { WorkflowDeps } from "../deps";
 import { turnCompleted } from "../events";
 
 export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
@@ -18,7 +18,7 @@ export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
       retries: 3,
     },
     async ({ event, step }) => {
-      const turn = dataOf(turnCompleted.schema, event.data);
+      const turn = event.data; // validated against turnCompleted by the SDK (EventValidationError, not retried)
       const claims = await step.run("extract", () => extractFacts(deps.model, turn.text));
       if (claims.length === 0) return { facts: [] };
       return step.run("record", async () => {

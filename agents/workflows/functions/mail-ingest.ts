@@ -8,7 +8,7 @@ import { recordEmail } from "../../../db/repositories/mail";
 import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../gmail/gmail-client";
 import { gmailFor } from "../../gmail/google-account";
 import type { InngestClient } from "../client";
-import { chunks, dataOf, type WorkflowDeps } from "../deps";
+import { chunks, type WorkflowDeps } from "../deps";
 import { mailNotificationReceived } from "../events";
 
 /** Messages one run reads at most; the rest wait for the next notification. */
@@ -28,7 +28,7 @@ export function mailIngest(inngest: InngestClient, deps: WorkflowDeps) {
       retries: 5,
     },
     async ({ event, step }) => {
-      const note = dataOf(mailNotificationReceived.schema, event.data);
+      const note = event.data; // validated against mailNotificationReceived by the SDK (EventValidationError, not retried)
       const plan = await step.run("list-new-messages", async () => {
         const account = await gmailFor(deps.config, deps.db, note.userId);
         if (!account) return null;

@@ -3,14 +3,14 @@
 // second event for the same reminder (or a cancelled one) sends nothing.
 import { contactOf, claimReminder, finishReminder } from "../../../db/repositories/digest";
 import type { InngestClient } from "../client";
-import { dataOf, telegramOf, type WorkflowDeps } from "../deps";
+import { telegramOf, type WorkflowDeps } from "../deps";
 import { reminderCreated } from "../events";
 
 export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
     { id: "reminder-deliver", name: "Deliver a reminder", triggers: [reminderCreated], retries: 5 },
     async ({ event, step }) => {
-      const reminder = dataOf(reminderCreated.schema, event.data);
+      const reminder = event.data; // validated against reminderCreated by the SDK (EventValidationError, not retried)
       await step.sleepUntil("wait-until-due", new Date(reminder.at));
       const due = await step.run("claim", () =>
         deps.db.withUser(reminder.userId, async (tx) => {

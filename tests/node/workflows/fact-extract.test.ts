@@ -1,0 +1,62 @@
+// fact-extract with @inngest/test: the real function, the offline model's extraction through the AI
+// SDK's structured output, facts written under RLS on the test Postgres.
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
+
+function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
+  return { name: "conversation/turn.completed", id: `turn-${userId}-${messageId}`, data: { userId, surface: "telegram", source: { kind: "telegram", externalId: messageId }, text } } as const;
+}
+
+async function factsOf(userId: string) {
+  return testDb().withUser(userId, async (tx) =>
+    (await tx.execute(sql`select statement, subject, category, confidence, superseded_by from facts order by created_at`)) as unknown as Array<{
+      statement: string;
+      subject: string;
+      category: string;
+      confidence: number;
+      superseded_by: string | null;
+    }>,
+  );
+}
+
+describe("fact-extract", () => {
+  it("records the durable claims of a turn, and nothing for a turn without any", async () => {
+    const person = await newPerson();
+    const { functions } = testWorkflows();
+    const { result } = await runOnce(functions.factExtract, turn(person.id, "I live in Berlin. I work at Acme Robotics. I just finished reading Dune."));
+    expect(result).toMatchObject({ facts: [{ statement: "Lives in Berlin", outcome: "created" }, { statement: "Works at Acme Robotics", outcome: "created" }] });
+    const none = await runOnce(functions.factExtract, turn(person.id, "which books did I read?"));
+    expect(none.result).toEqual({ facts: [] });
+    expect((await factsOf(person.id)).map((f) => f.statement)).toEqual(["Lives in Berlin", "Works at Acme Robotics"]);
+  });
+
+  it("supersedes a changed claim, reinforces a repeated one, and ignores the same event twice", async () => {
+    const person = await newPerson();
+    const { factExtract } = testWorkflows().functions;
+    await runOnce(factExtract, turn(person.id, "I live in Berlin."));
+    const moved = turn(person.id, "I moved to Munich.");
+    const { result } = await runOnce(factExtract, moved);
+    expect(result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "superseded" }] });
+    const again = await runOnce(factExtract, moved);
+    expect(again.result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "unchanged" }] });
+    const hedged = await runOnce(factExtract, turn(person.id, "I think I live in Munich."));
+    expect(hedged.result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "reinforced" }] });
+
+    const facts = await factsOf(person.id);
+    expect(facts).toHaveLength(2);
+    const [berlin, munich] = facts;
+    expect(berlin!.superseded_by).not.toBeNull();
+    expect(munich!.superseded_by).toBeNull();
+    // 0.9 first, then a hedged 0.5: 0.7 · 0.9 + 0.3 · 0.5 = 0.78.
+    expect(munich!.confidence).toBeCloseTo(0.78, 5);
+  });
+
+  it("rejects bad event data without retrying", async () => {
+    const { error } = await runOnce(testWorkflows().functions.factExtract, { name: "conversation/turn.completed", data: { userId: "not-a-uuid", text: 1 } });
+    // The SDK validates against the zod schema of the event type; EventValidationError is its
+    // NonRetriableError, so bad data is never retried.
+    expect(error?.name).toBe("EventValidationError");
+    expect(error?.message).toMatch(/userId/);
+  });
+});

@@ -1,0 +1,84 @@
+// /api/workflows in cloud mode (keys set, no INNGEST_DEV), inside workerd: the introspection is
+// refused unsigned and answered signed; PUT syncs all eight functions with the engine (a stand-in).
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import { call } from "./helpers";
+
+const FUNCTION_IDS = [
+  "brief-generate",
+  "fact-extract",
+  "mail-ingest",
+  "mail-watch-renew",
+  "memory-consolidate",
+  "morning-brief-cron",
+  "reminder-deliver",
+  "weekly-review",
+];
+
+/** X-Inngest-Signature for `body` at `ts`: HMAC-SHA256 with the signing key minus its prefix. */
+async function inngestSignature(body: string, ts = Math.floor(Date.now() / 1000)): Promise<string> {
+  const key = env.INNGEST_SIGNING_KEY.replace(/^signkey-\w+-/, "");
+  const hmac = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = await crypto.subtle.sign("HMAC", hmac, new TextEncoder().encode(body + ts));
+  const hex = [...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `t=${ts}&s=${hex}`;
+}
+
+describe("GET /api/workflows", () => {
+  it("refuses an unsigned introspection in cloud mode", async () => {
+    const response = await call("/api/workflows");
+    expect(response.status).toBe(401);
+  });
+
+  it("refuses a wrongly signed one", async () => {
+    const signature = (await inngestSignature("")).replace(/s=\w/, "s=0");
+    const response = await call("/api/workflows", { headers: { "X-Inngest-Signature": signature.replace(/s=0\w/, "s=00") } });
+    expect(response.status).toBe(401);
+  });
+
+  it("reports keys, cloud mode and eight functions when signed with the signing key", async () => {
+    const response = await call("/api/workflows", { headers: { "X-Inngest-Signature": await inngestSignature("") } });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ has_event_key: true, has_signing_key: true, mode: "cloud", function_count: 8 });
+  });
+});
+
+describe("PUT /api/workflows", () => {
+  it("registers all eight functions, with their triggers, at INNGEST_BASE_URL", async () => {
+    const before = (await (await fetch(`${env.STAND_IN_URL}/__inngest/registrations`)).json()) as unknown[];
+    const response = await call("/api/workflows", { method: "PUT" });
+    expect(response.status).toBe(200);
+    const registrations = (await (await fetch(`${env.STAND_IN_URL}/__inngest/registrations`)).json()) as Array<{
+      body: { url: string; appName: string; functions: Array<{ id: string; triggers: Array<{ event?: string; cron?: string }> }> };
+      authorization: string | null;
+    }>;
+    expect(registrations.length).toBe(before.length + 1);
+    const sync = registrations.at(-1)!;
+    expect(sync.authorization).toMatch(/^Bearer signkey-test-[0-9a-f]{64}$/);
+    expect(sync.body.url).toBe("https://soma.test/api/workflows");
+    expect(sync.body.appName).toBe("soma");
+    const ids = sync.body.functions.map((f) => f.id.replace(/^soma-/, "")).sort();
+    expect(ids).toEqual(FUNCTION_IDS);
+    const triggers = Object.fromEntries(sync.body.functions.map((f) => [f.id.replace(/^soma-/, ""), f.triggers[0]]));
+    expect(triggers["fact-extract"]).toEqual({ event: "conversation/turn.completed" });
+    expect(triggers["mail-ingest"]).toEqual({ event: "mail/notification.received" });
+    expect(triggers["reminder-deliver"]).toEqual({ event: "schedule/reminder.created" });
+    expect(triggers["brief-generate"]).toEqual({ event: "brief/requested" });
+    expect(triggers["morning-brief-cron"]?.cron).toMatch(/0 \* \* \* \*$/);
+    expect(triggers["memory-consolidate"]?.cron).toBeDefined();
+    expect(triggers["mail-watch-renew"]?.cron).toBeDefined();
+    expect(triggers["weekly-review"]?.cron).toBeDefined();
+  });
+});
+
+describe("POST /api/workflows", () => {
+  it("refuses an unsigned run request", async () => {
+    const response = await call("/api/workflows?fnId=soma-fact-extract&stepId=step", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ event: { name: "conversation/turn.completed", data: {} }, events: [], steps: {}, ctx: {} }),
+    });
+    expect(response.status).toBe(401);
+  });
+});

@@ -13,6 +13,8 @@ import { json } from "./http";
 
 interface StoredEvent {
   id?: string;
+  /** How many times an event with this id was sent (Inngest keeps the first). */
+  deliveries: number;
   name: string;
   data: Record<string, unknown>;
   ts?: number;
@@ -52,13 +54,14 @@ export async function workflowStandIns() {
     const path = url.pathname;
     const sendEvent = /^\/e\/([^/]+)$/.exec(path);
     if (sendEvent && req.method === "POST") {
-      const batch = JSON.parse(body) as Array<Omit<StoredEvent, "eventKey">>;
+      const batch = JSON.parse(body) as Array<Omit<StoredEvent, "eventKey" | "deliveries">>;
       const ids: string[] = [];
       for (const event of Array.isArray(batch) ? batch : [batch]) {
         const id = event.id ?? crypto.randomUUID();
         ids.push(id);
-        if (event.id && events.some((e) => e.id === event.id)) continue; // Inngest drops a repeated id
-        events.push({ ...event, eventKey: decodeURIComponent(sendEvent[1]!) });
+        const seen = event.id ? events.find((e) => e.id === event.id) : undefined;
+        if (seen) seen.deliveries++; // Inngest drops a repeated id
+        else events.push({ ...event, deliveries: 1, eventKey: decodeURIComponent(sendEvent[1]!) });
       }
       json(res, 200, { ids, status: 200 });
       return true;

@@ -1,5 +1,7 @@
 // Shared test helpers for the workerd suites: people with sessions, and requests to the real Worker.
+import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
+import worker from "../../worker/index";
 import type { Database } from "../../db/database";
 import { workerdDatabase } from "../../db/workerd-socket";
 import { createPerson, createSession, type Person } from "../../db/repositories/auth";
@@ -25,6 +27,14 @@ export async function sessionCookie(person: Person): Promise<string> {
 /** A request to the deployed Worker (through its real fetch handler). */
 export function call(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`https://soma.test${path}`, init));
+}
+
+/** A request to the Worker running with some bindings replaced (another environment, a missing key). */
+export async function callWithEnv(overrides: Partial<Record<keyof Env, unknown>>, path: string, init?: RequestInit): Promise<Response> {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`https://soma.test${path}`, init), { ...env, ...overrides } as Env, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
 }
 
 export interface BotCall {

@@ -1,16 +1,12 @@
 // Guards sign-in basics: the development sign-in exists only in development, refuses cross-site
 // requests, and starts a real session; logout ends it; a session token is never reusable after.
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import worker from "../../worker/index";
-import { call, chatAs, newPerson, testDatabase } from "./helpers";
+import { call, callWithEnv, chatAs, newPerson, testDatabase } from "./helpers";
 import { createLoginToken } from "../../db/repositories/auth";
 
-async function asDevelopment(path: string, init: RequestInit = {}) {
-  const ctx = createExecutionContext();
-  const response = await worker.fetch(new Request(`https://soma.test${path}`, init), { ...env, ENVIRONMENT: "development" }, ctx);
-  await waitOnExecutionContext(ctx);
-  return response;
+function asDevelopment(path: string, init: RequestInit = {}) {
+  return callWithEnv({ ENVIRONMENT: "development" }, path, init);
 }
 
 function cookieOf(response: Response): string {

@@ -1,0 +1,85 @@
+// Guards the events the agent hands to the workflows: every model turn (Telegram or web) emits
+// conversation/turn.completed with a stable id, a reminder emits schedule/reminder.created, and an
+// unreachable Inngest never fails or holds up a turn. Inngest is the loopback stand-in.
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { getAgentByName } from "agents";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../agents/config";
+import type { UserAgent } from "../../agents/user-agent";
+import { emitEvents } from "../../agents/workflows/client";
+import { turnCompleted } from "../../agents/workflows/events";
+import { chatAs, newChatId, newPerson, sessionCookie } from "./helpers";
+import { scriptedModel } from "./scripted-model";
+
+interface SentEvent {
+  id: string;
+  name: string;
+  data: Record<string, unknown> & { userId: string };
+  deliveries: number;
+}
+
+async function eventsOf(name: string, userId: string, count: number): Promise<SentEvent[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const all = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as SentEvent[];
+    const mine = all.filter((e) => e.data.userId === userId);
+    if (mine.length >= count || Date.now() > deadline) return mine;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("conversation/turn.completed", () => {
+  it("follows each Telegram model turn, with the message's provenance as its id (commands emit nothing)", async () => {
+    const person = await newPerson();
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    const chatId = newChatId();
+    const updateId = Math.floor(Math.random() * 1e9);
+    await agent.enqueueTelegramMessage({ updateId, chatId, messageId: 41, text: "/help" });
+    await agent.enqueueTelegramMessage({ updateId: updateId + 1, chatId, messageId: 42, text: "I live in Lisbon. I read Dune." });
+    await agent.settle();
+    const [event, ...more] = await eventsOf("conversation/turn.completed", person.id, 1);
+    expect(more).toEqual([]);
+    expect(event).toMatchObject({
+      id: `turn-${person.id}-${chatId}:42`,
+      data: { userId: person.id, surface: "telegram", source: { kind: "telegram", externalId: `${chatId}:42` }, text: "I live in Lisbon. I read Dune." },
+    });
+  });
+
+  it("follows each web chat turn", async () => {
+    const person = await newPerson();
+    await chatAs(await sessionCookie(person), "I work at Acme.");
+    const [event] = await eventsOf("conversation/turn.completed", person.id, 1);
+    expect(event?.data).toMatchObject({ surface: "web", source: { kind: "web" }, text: "I work at Acme." });
+    expect(event?.id).toBe(`turn-${person.id}-${(event?.data.source as { externalId: string }).externalId}`);
+  });
+
+  it("is dropped, quickly and quietly, when Inngest cannot be reached", async () => {
+    const person = await newPerson();
+    const config = loadConfig({ ...env, INNGEST_BASE_URL: "http://127.0.0.1:9" });
+    const started = Date.now();
+    const sent = await emitEvents(
+      config,
+      turnCompleted.create({ userId: person.id, surface: "web", source: { kind: "web", externalId: "x" }, text: "hi" }),
+      { test: true },
+    );
+    expect(sent).toBe(false);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
+describe("schedule/reminder.created", () => {
+  it("is emitted for a reminder the model schedules, keyed by the reminder's row", async () => {
+    const person = await newPerson();
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      instance.modelOverride = scriptedModel([{ tool: "schedule_create", input: { text: "Call mum", at } }, { text: "I'll remind you." }]);
+    });
+    await agent.enqueueTelegramMessage({ updateId: Math.floor(Math.random() * 1e9), chatId: newChatId(), messageId: 1, text: "remind me to call mum in an hour" });
+    await agent.settle();
+    const [event] = await eventsOf("schedule/reminder.created", person.id, 1);
+    expect(event?.data).toEqual({ userId: person.id, eventId: expect.any(String), at });
+    expect(event?.id).toBe(`reminder-${event?.data.eventId}`);
+  });
+});

@@ -1,6 +1,16 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
-import { TEST_INNGEST, TEST_MAIL } from "./tests/setup/test-secrets";
+
+// Secrets of the test deployment (test values only); the tests read them back from the bindings.
+const TEST_INNGEST = {
+  eventKey: "test-event-key",
+  signingKey: "signkey-test-8ee6ed2a44a1f3b5c1e6f4b5a2b0c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3",
+};
+const TEST_MAIL = {
+  pushToken: "test-mail-push-token",
+  audience: "https://soma.test/api/webhooks/mail",
+  serviceAccount: "gmail-push@soma-test.iam.gserviceaccount.com",
+};
 
 // Two projects share one embedded Postgres (tests/setup/postgres.ts):
 //   worker  tests run inside workerd with the real Worker, Durable Objects and bindings

@@ -49,6 +49,8 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   const url = `http://127.0.0.1:${port}`;
   const workerValues: Record<string, string> = { ...LOCAL_DEFAULTS, APP_BASE_URL: url };
   for (const key of CONFIG_KEYS) if (settings[key] !== undefined) workerValues[key] = settings[key];
+  // Without a signing key the workflows talk to a local Inngest dev server (npx inngest-cli dev).
+  if (!workerValues.INNGEST_SIGNING_KEY) workerValues.INNGEST_DEV ??= "1";
   const envFile = `${stateDir}/worker.env`;
   writeFileSync(envFile, formatEnvFile(workerValues), { mode: 0o600 });
 

@@ -38,6 +38,9 @@ export function canSendEvents(config: Config): boolean {
 
 type Sendable = Parameters<InngestClient["send"]>[0];
 
+/** In dev mode a missing dev server is normal (npm start without inngest-cli): say so once, not per turn. */
+let devServerMissingLogged = false;
+
 /**
  * Sends events without ever throwing: for callers whose own work must not fail or wait because
  * Inngest is unreachable (a chat turn). Returns whether Inngest accepted them.
@@ -48,7 +51,11 @@ export async function emitEvents(config: Config, events: Sendable, context: Reco
     await inngestClient(config).send(events);
     return true;
   } catch (error) {
-    logJson("warn", { ...context, workflows: "send failed", error: describeError(error) });
+    const dev = Boolean(config.INNGEST_DEV) && !config.INNGEST_EVENT_KEY;
+    if (!dev || !devServerMissingLogged) {
+      logJson("warn", { ...context, workflows: dev ? "no Inngest dev server: workflow events are dropped (run npx inngest-cli dev)" : "send failed", error: describeError(error) });
+    }
+    devServerMissingLogged ||= dev;
     return false;
   }
 }

@@ -61,7 +61,9 @@ export function createTracer(config: Config): Tracer {
       };
     },
     startWorkflow({ functionId, runId, eventId, userId, input }) {
+      // The run id is the trace id: the several requests of one run add to one trace.
       const trace = langfuse.trace({
+        id: runId,
         name: functionId,
         ...(userId ? { userId } : {}),
         input,

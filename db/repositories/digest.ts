@@ -121,15 +121,25 @@ function parseArray(value: string): string[] {
 
 // ---- system role (Database.withSystem): whom to fan out to ----
 
-/** People reachable in Telegram whose local hour is `hour` at `now`, with their local date. */
+/**
+ * People reachable in Telegram whose local hour is `hour` at `now`, with their local date. A timezone
+ * Postgres does not know (users.timezone is free text) leaves that person out: the materialized CTE
+ * filters first, because `at time zone` raises on an unknown zone and the planner may otherwise
+ * evaluate it before the semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
+ */
 export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date): Promise<Array<{ userId: string; localDate: string }>> {
   return (await tx.execute(sql`
-    select u.id as "userId", to_char(${now.toISOString()}::timestamptz at time zone u.timezone, 'YYYY-MM-DD') as "localDate"
-    from users u
-    where u.telegram_chat_id is not null
-      and u.timezone in (select name from pg_timezone_names)
-      and extract(hour from ${now.toISOString()}::timestamptz at time zone u.timezone) = ${hour}
-    order by u.id`)) as unknown as Array<{ userId: string; localDate: string }>;
+    with reachable as materialized (
+      select u.id, u.timezone from users u
+      where u.telegram_chat_id is not null and u.timezone in (select name from pg_timezone_names)
+    ),
+    local as (
+      select id, ${now.toISOString()}::timestamptz at time zone timezone as local_time from reachable
+    )
+    select id as "userId", to_char(local_time, 'YYYY-MM-DD') as "localDate"
+    from local
+    where extract(hour from local_time) = ${hour}
+    order by id`)) as unknown as Array<{ userId: string; localDate: string }>;
 }
 
 /** Everyone reachable in Telegram. */

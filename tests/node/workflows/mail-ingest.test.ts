@@ -1,0 +1,450 @@
+// mail-ingest with @inngest/test: the real function against the Gmail and Google OAuth stand-ins
+// (keyed by the Google account "sub"), recording into the test Postgres under RLS. Every test has its
+// own person and its own mailbox, so the assertions are on that person's rows only.
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import { MAX_MESSAGES_PER_RUN, RESYNC_MESSAGES } from "../../../agents/workflows/functions/mail-ingest";
+import { TokenCipher } from "../../../db/token-cipher";
+import { connectGmail, gmailMailbox, gmailRequests, newPerson, runOnce, standInUrl, testDb, TOKEN_KEY, testWorkflows } from "./harness";
+
+const cipher = new TokenCipher(TOKEN_KEY);
+
+function newSub(tag = "mail") {
+  return `${tag}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+function notification(userId: string, sub: string, historyId: string, id = `gmail-push-${crypto.randomUUID()}`) {
+  return { name: "mail/notification.received", id, data: { userId, emailAddress: `${sub}@gmail.example`, historyId } } as const;
+}
+
+function message(id: string, from: string, subject: string, extra: { snippet?: string; internalDate?: number } = {}) {
+  return { id, from, subject, ...extra };
+}
+
+/** Unique message ids (sources are unique per person, but distinct ids keep failures readable). */
+function messageId(label: string) {
+  return `${label}-${crypto.randomUUID().slice(0, 8)}`;
+}
+
+interface Rows {
+  sources: Array<{ id: string; user_id: string; kind: string; external_id: string; payload: { from: { name: string | null; email: string }; subject: string; threadId: string | null; text: string } }>;
+  people: Array<{ id: string; name: string; properties: { email?: string }; source_id: string | null }>;
+  events: Array<{ kind: string; entity_ids: string[]; source_id: string | null; occurred_ms: number; payload: { subject: string; messageId: string; snippet: string; from: { name: string | null; email: string } } }>;
+}
+
+/** Everything mail-ingest writes, as `userId` sees it (RLS). */
+async function rowsOf(userId: string): Promise<Rows> {
+  return testDb().withUser(userId, async (tx) => ({
+    sources: (await tx.execute(sql`select id, user_id, kind, external_id, payload from sources order by external_id`)) as unknown as Rows["sources"],
+    people: (await tx.execute(sql`select id, name, properties, source_id from entities where type = 'person' order by name`)) as unknown as Rows["people"],
+    events: (await tx.execute(
+      sql`select kind, array_to_json(entity_ids) as entity_ids, source_id, (extract(epoch from occurred_at) * 1000)::float8 as occurred_ms, payload from events where kind = 'email_received' order by payload->>'messageId'`,
+    )) as unknown as Rows["events"],
+  }));
+}
+
+interface ConnectionRow {
+  gmail_history_id: string | null;
+  access_token_enc: string;
+  refresh_token_enc: string | null;
+  expires_ms: number | null;
+}
+
+async function connectionOf(userId: string): Promise<ConnectionRow | undefined> {
+  const rows = await testDb().withUser(
+    userId,
+    (tx) =>
+      tx.execute(
+        sql`select gmail_history_id, access_token_enc, refresh_token_enc, (extract(epoch from access_token_expires_at) * 1000)::float8 as expires_ms from oauth_connections where provider = 'google'`,
+      ) as unknown as Promise<ConnectionRow[]>,
+  );
+  return rows[0];
+}
+
+/** Refresh-token grants the Google token endpoint stand-in received for account `sub`. */
+async function refreshGrants(sub: string): Promise<Array<Record<string, string>>> {
+  const all = (await (await fetch(`${standInUrl}/__google`)).json()) as Array<Record<string, string>>;
+  return all.filter((r) => r.grant_type === "refresh_token" && r.refresh_token === `1//refresh-${sub}`);
+}
+
+/** The Gmail API paths (without the query) the stand-in saw for `sub`, in order. */
+async function gmailPaths(sub: string): Promise<string[]> {
+  return (await gmailRequests(sub)).map((r) => `${r.method} ${r.path.split("?")[0]}`);
+}
+
+describe("mail-ingest", () => {
+  it("records each new INBOX message once: a gmail source, a person per sender, an email_received event, and the new position", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const old = messageId("old");
+    const start = await gmailMailbox({ sub, historyId: 5000, messages: [message(old, "Old Sender <old@example.org>", "Before we connected")] });
+    expect(start).toBe("5001");
+    await connectGmail(person.id, sub, { historyId: start });
+
+    const [anna1, bob, anna2] = [messageId("anna1"), messageId("bob"), messageId("anna2")];
+    const annaDate = Date.UTC(2025, 2, 14, 9, 30);
+    const latest = await gmailMailbox({
+      sub,
+      messages: [
+        message(anna1, '"Anna Schmidt" <Anna@Example.org>', "Lunch on Friday?", { snippet: "Are you free on Friday for lunch?", internalDate: annaDate }),
+        message(bob, "bob@example.org", "Invoice 42"),
+        message(anna2, "Anna Schmidt <anna@example.org>", "Re: Lunch on Friday?"),
+      ],
+    });
+    expect(latest).toBe("5004");
+
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ listed: 3, recorded: 3, resynced: false, historyId: "5004" });
+
+    const rows = await rowsOf(person.id);
+    // The message from before the stored position is not read again.
+    expect(rows.sources.map((s) => s.external_id).sort()).toEqual([anna1, anna2, bob].sort());
+    for (const source of rows.sources) {
+      expect(source.kind).toBe("gmail");
+      expect(source.user_id).toBe(person.id);
+    }
+    const annaSource = rows.sources.find((s) => s.external_id === anna1)!;
+    expect(annaSource.payload).toMatchObject({
+      from: { name: "Anna Schmidt", email: "anna@example.org" },
+      subject: "Lunch on Friday?",
+      threadId: anna1,
+      text: "Email from Anna Schmidt <anna@example.org>: Lunch on Friday?",
+    });
+
+    // One person per sender: the display name when there is one, else the address; the address in properties.
+    expect(rows.people.map((p) => [p.name, p.properties.email])).toEqual([
+      ["Anna Schmidt", "anna@example.org"],
+      ["bob@example.org", "bob@example.org"],
+    ]);
+    const anna = rows.people.find((p) => p.name === "Anna Schmidt")!;
+    const bobPerson = rows.people.find((p) => p.name === "bob@example.org")!;
+
+    expect(rows.events).toHaveLength(3);
+    const eventOf = (id: string) => rows.events.find((e) => e.payload.messageId === id)!;
+    expect(eventOf(anna1).entity_ids).toEqual([anna.id]);
+    expect(eventOf(anna2).entity_ids).toEqual([anna.id]);
+    expect(eventOf(bob).entity_ids).toEqual([bobPerson.id]);
+    expect(eventOf(anna1).payload).toMatchObject({ subject: "Lunch on Friday?", snippet: "Are you free on Friday for lunch?", from: { email: "anna@example.org" } });
+    expect(eventOf(anna1).occurred_ms).toBe(annaDate);
+    expect(eventOf(bob).source_id).toBe(rows.sources.find((s) => s.external_id === bob)!.id);
+
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe("5004");
+
+    // history.list from the stored position (INBOX, messageAdded), no resync, metadata only.
+    const requests = await gmailRequests(sub);
+    const history = requests.filter((r) => r.path.startsWith("/history"));
+    expect(history).toHaveLength(1);
+    const query = new URLSearchParams(history[0]!.path.split("?")[1]);
+    expect(query.get("startHistoryId")).toBe("5001");
+    expect(query.get("labelId")).toBe("INBOX");
+    expect(query.get("historyTypes")).toBe("messageAdded");
+    expect(requests.some((r) => r.path.startsWith("/messages?"))).toBe(false);
+    const gets = requests.filter((r) => r.path.startsWith("/messages/"));
+    expect(gets.map((r) => r.path.split("?")[0]).sort()).toEqual([anna1, anna2, bob].map((id) => `/messages/${id}`).sort());
+    for (const get of gets) expect(new URLSearchParams(get.path.split("?")[1]).get("format")).toBe("metadata");
+    expect(requests.every((r) => r.token === `ya29.access-${sub}`)).toBe(true);
+  });
+
+  it("records nothing new when the same notification arrives twice", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 200 }) });
+    const latest = await gmailMailbox({ sub, messages: [message(messageId("a"), "A <a@example.org>", "one"), message(messageId("b"), "B <b@example.org>", "two")] });
+    const event = notification(person.id, sub, latest);
+    const { mailIngest } = testWorkflows().functions;
+
+    const first = await runOnce(mailIngest, event);
+    expect(first.result).toMatchObject({ listed: 2, recorded: 2 });
+    const before = await rowsOf(person.id);
+
+    const second = await runOnce(mailIngest, event);
+    expect(second.error).toBeUndefined();
+    expect(second.result).toEqual({ listed: 0, recorded: 0, resynced: false, historyId: latest });
+    expect(await rowsOf(person.id)).toEqual(before);
+    expect(before.sources).toHaveLength(2);
+    expect(before.events).toHaveLength(2);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
+  });
+
+  it("records a message once even when its history is read again (a rewound position)", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 300 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const ids = [messageId("x"), messageId("y")];
+    const latest = await gmailMailbox({ sub, messages: ids.map((id) => message(id, "Xavier <x@example.org>", `about ${id}`)) });
+    const { mailIngest } = testWorkflows().functions;
+    expect((await runOnce(mailIngest, notification(person.id, sub, latest))).result).toMatchObject({ listed: 2, recorded: 2 });
+    const before = await rowsOf(person.id);
+
+    // saveMailState never moves the position back, so rewind it by hand: the same history page again.
+    await testDb().withUser(person.id, (tx) => tx.execute(sql`update oauth_connections set gmail_history_id = ${start} where provider = 'google'`));
+    const replay = await runOnce(mailIngest, notification(person.id, sub, latest));
+    expect(replay.result).toEqual({ listed: 2, recorded: 0, resynced: false, historyId: latest });
+    expect(await rowsOf(person.id)).toEqual(before);
+    expect(before.people).toHaveLength(1);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
+  });
+
+  it("never moves the stored position back for a late notification", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 400 }) });
+    const latest = await gmailMailbox({ sub, messages: [message(messageId("n"), "N <n@example.org>", "new")] });
+    const { mailIngest } = testWorkflows().functions;
+    expect((await runOnce(mailIngest, notification(person.id, sub, latest))).result).toMatchObject({ recorded: 1, historyId: "401" });
+
+    const late = await runOnce(mailIngest, notification(person.id, sub, "350"));
+    expect(late.result).toEqual({ listed: 0, recorded: 0, resynced: false, historyId: "401" });
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe("401");
+    expect((await rowsOf(person.id)).sources).toHaveLength(1);
+  });
+
+  it("reads at most MAX_MESSAGES_PER_RUN messages a run and continues from there on the next", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 10_000 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const total = MAX_MESSAGES_PER_RUN + 5;
+    const ids = Array.from({ length: total }, (_, i) => `bulk-${String(i).padStart(3, "0")}-${sub}`);
+    const latest = await gmailMailbox({ sub, messages: ids.map((id) => message(id, "Newsletter <news@example.org>", id)) });
+    expect(latest).toBe(String(10_000 + total));
+    const { mailIngest } = testWorkflows().functions;
+
+    const first = await runOnce(mailIngest, notification(person.id, sub, latest));
+    // The position stops at the last history record read, not at the notification's id.
+    expect(first.result).toEqual({ listed: MAX_MESSAGES_PER_RUN, recorded: MAX_MESSAGES_PER_RUN, resynced: false, historyId: String(10_000 + MAX_MESSAGES_PER_RUN) });
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(String(10_000 + MAX_MESSAGES_PER_RUN));
+
+    const second = await runOnce(mailIngest, notification(person.id, sub, latest));
+    expect(second.result).toEqual({ listed: 5, recorded: 5, resynced: false, historyId: latest });
+    const rows = await rowsOf(person.id);
+    expect(rows.sources.map((s) => s.external_id)).toEqual(ids);
+    expect(rows.events).toHaveLength(total);
+    expect(rows.people).toHaveLength(1);
+  });
+
+  it("resyncs the newest mail when the stored history id is too old, then carries on from the notification without resyncing again", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const older = Array.from({ length: 5 }, (_, i) => message(`older-${i}-${sub}`, "Old <old@example.org>", `older ${i}`));
+    const recent = Array.from({ length: RESYNC_MESSAGES }, (_, i) => message(`recent-${String(i).padStart(2, "0")}-${sub}`, `Sender ${i} <s${i}@example.org>`, `recent ${i}`));
+    const latest = await gmailMailbox({ sub, historyId: 9000, oldestHistoryId: 9000, messages: [...older, ...recent] });
+    expect(latest).toBe(String(9000 + older.length + recent.length));
+    // A position from long ago: Gmail no longer has its history (404).
+    await connectGmail(person.id, sub, { historyId: "120" });
+    const { mailIngest } = testWorkflows().functions;
+    const event = notification(person.id, sub, latest);
+
+    const { result, error } = await runOnce(mailIngest, event);
+    expect(error).toBeUndefined();
+    // Bounded: only the newest RESYNC_MESSAGES, not the whole mailbox.
+    expect(result).toEqual({ listed: RESYNC_MESSAGES, recorded: RESYNC_MESSAGES, resynced: true, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual(recent.map((m) => m.id).sort());
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
+    const requests = await gmailRequests(sub);
+    expect(requests.filter((r) => r.path.startsWith("/history")).map((r) => new URLSearchParams(r.path.split("?")[1]).get("startHistoryId"))).toEqual(["120"]);
+    const lists = requests.filter((r) => r.path.startsWith("/messages?"));
+    expect(lists).toHaveLength(1);
+    expect(new URLSearchParams(lists[0]!.path.split("?")[1]).get("maxResults")).toBe(String(RESYNC_MESSAGES));
+
+    // The same notification again: history from the new position, no second resync, nothing new.
+    const again = await runOnce(mailIngest, event);
+    expect(again.result).toEqual({ listed: 0, recorded: 0, resynced: false, historyId: latest });
+    expect((await gmailRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
+
+    // New mail afterwards is read through history as usual.
+    const fresh = messageId("fresh");
+    const next = await gmailMailbox({ sub, messages: [message(fresh, "Fresh <fresh@example.org>", "after the resync")] });
+    const after = await runOnce(mailIngest, notification(person.id, sub, next));
+    expect(after.result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: next });
+    expect((await gmailRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
+    expect((await rowsOf(person.id)).sources).toHaveLength(RESYNC_MESSAGES + 1);
+  });
+
+  it("resyncs when no history id is stored yet, and stores the notification's", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub);
+    const ids = [messageId("r1"), messageId("r2")];
+    const latest = await gmailMailbox({ sub, historyId: 700, messages: ids.map((id) => message(id, "Rita <rita@example.org>", id)) });
+    expect((await connectionOf(person.id))?.gmail_history_id).toBeNull();
+
+    const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(result).toEqual({ listed: 2, recorded: 2, resynced: true, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual([...ids].sort());
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
+    // Nothing to ask history for: straight to the bounded list.
+    expect((await gmailPaths(sub)).filter((p) => !p.startsWith("GET /messages/"))).toEqual(["GET /messages"]);
+  });
+
+  it("refreshes an expired access token through Google's token endpoint and stores it sealed", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { accessExpiresAt: new Date(Date.now() - 60_000), historyId: await gmailMailbox({ sub, historyId: 800 }) });
+    const id = messageId("t");
+    const latest = await gmailMailbox({ sub, messages: [message(id, "Tom <tom@example.org>", "token test")] });
+    const before = (await connectionOf(person.id))!;
+    expect(await cipher.decrypt(before.access_token_enc)).toBe(`ya29.access-${sub}`);
+
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(error).toBeUndefined();
+    expect(result).toMatchObject({ listed: 1, recorded: 1 });
+
+    const after = (await connectionOf(person.id))!;
+    expect(after.access_token_enc).not.toBe(before.access_token_enc);
+    expect(after.access_token_enc).not.toContain("ya29");
+    expect(await cipher.decrypt(after.access_token_enc)).toBe(`ya29.refreshed-${sub}`);
+    // Google's expires_in (3599 s) from now.
+    expect(after.expires_ms).toBeGreaterThan(Date.now() + 3_000_000);
+    expect(after.expires_ms).toBeLessThanOrEqual(Date.now() + 3_600_000);
+    expect(after.refresh_token_enc).toBe(before.refresh_token_enc);
+
+    // One refresh, then the new token on every call (the expired one never reached Gmail).
+    const grants = await refreshGrants(sub);
+    expect(grants).toHaveLength(1);
+    const requests = await gmailRequests(sub);
+    expect(requests.length).toBeGreaterThanOrEqual(2);
+    expect(requests.every((r) => r.token === `ya29.refreshed-${sub}`)).toBe(true);
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
+  });
+
+  it("refreshes once and retries when Gmail answers 401 to a token that has not expired", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 900 }) });
+    const id = messageId("u");
+    const latest = await gmailMailbox({ sub, messages: [message(id, "Uma <uma@example.org>", "revoked token")], rejectTokens: [`ya29.access-${sub}`] });
+
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: latest });
+
+    const requests = await gmailRequests(sub);
+    expect(requests[0]).toMatchObject({ path: expect.stringMatching(/^\/history\?/), token: `ya29.access-${sub}` });
+    expect(requests[1]).toMatchObject({ path: expect.stringMatching(/^\/history\?/), token: `ya29.refreshed-${sub}` });
+    // After the refresh (stored, so the next step opens the new token), no call uses the refused one.
+    expect(requests.slice(1).every((r) => r.token === `ya29.refreshed-${sub}`)).toBe(true);
+    expect(await refreshGrants(sub)).toHaveLength(1);
+    expect(await cipher.decrypt((await connectionOf(person.id))!.access_token_enc)).toBe(`ya29.refreshed-${sub}`);
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
+  });
+
+  it("fails for good (NonRetriableError) when Google refuses the refresh token, writing nothing", async () => {
+    const person = await newPerson();
+    const sub = newSub("mail-revoked");
+    const start = await gmailMailbox({ sub, historyId: 1100 });
+    await connectGmail(person.id, sub, { accessExpiresAt: new Date(Date.now() - 1000), historyId: start });
+    const latest = await gmailMailbox({ sub, messages: [message(messageId("v"), "Vera <vera@example.org>", "never read")] });
+    const before = (await connectionOf(person.id))!;
+
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(result).toBeUndefined();
+    expect(error?.name).toBe("NonRetriableError");
+    expect(error?.message).toMatch(/refused the refresh token: invalid_grant/);
+
+    expect(await refreshGrants(sub)).toHaveLength(1);
+    expect(await gmailRequests(sub)).toEqual([]);
+    expect(await connectionOf(person.id)).toEqual(before);
+    const rows = await rowsOf(person.id);
+    expect(rows).toEqual({ sources: [], people: [], events: [] });
+  });
+
+  it("fails for good when Gmail still answers 401 after the refresh", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 1200 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const latest = await gmailMailbox({ sub, messages: [message(messageId("w"), "W <w@example.org>", "x")], rejectTokens: [`ya29.access-${sub}`, `ya29.refreshed-${sub}`] });
+
+    const { error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(error?.name).toBe("NonRetriableError");
+    expect(error?.message).toMatch(/answered 401/);
+    // One refresh, one retry: no loop.
+    expect((await gmailRequests(sub)).map((r) => r.token)).toEqual([`ya29.access-${sub}`, `ya29.refreshed-${sub}`]);
+    expect(await refreshGrants(sub)).toHaveLength(1);
+    expect((await rowsOf(person.id)).sources).toEqual([]);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
+  });
+
+  it("lets a transient Gmail failure (503) be retried, and the retry records the mail", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 1300 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const id = messageId("z");
+    const latest = await gmailMailbox({ sub, messages: [message(id, "Zoe <zoe@example.org>", "flaky")], fail: { status: 503, times: 1 } });
+    const { mailIngest } = testWorkflows().functions;
+    const event = notification(person.id, sub, latest);
+
+    const failed = await runOnce(mailIngest, event);
+    expect(failed.result).toBeUndefined();
+    expect(failed.error).toBeDefined();
+    expect(failed.error?.name).not.toBe("NonRetriableError");
+    expect(failed.error?.name).toBe("GmailError");
+    expect(failed.error?.message).toMatch(/answered 503/);
+    expect((await rowsOf(person.id)).sources).toEqual([]);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
+
+    // Inngest's retry of the same event.
+    const retried = await runOnce(mailIngest, event);
+    expect(retried.result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
+  });
+
+  it("fails for good on a Gmail refusal a retry cannot fix (403)", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 1400 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const latest = await gmailMailbox({ sub, messages: [message(messageId("f"), "F <f@example.org>", "forbidden")], fail: { status: 403, times: 1 } });
+
+    const { error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(error?.name).toBe("NonRetriableError");
+    expect(error?.message).toMatch(/answered 403/);
+    expect((await rowsOf(person.id)).sources).toEqual([]);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
+  });
+
+  it("skips a person without a Google connection", async () => {
+    const person = await newPerson();
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, newSub(), "123"));
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ skipped: "no Google connection" });
+    expect(await rowsOf(person.id)).toEqual({ sources: [], people: [], events: [] });
+    expect(await connectionOf(person.id)).toBeUndefined();
+  });
+
+  it("writes a notification's mail only where its own person can see it (RLS)", async () => {
+    const [a, b] = [await newPerson(), await newPerson()];
+    const [subA, subB] = [newSub(), newSub()];
+    const startA = await gmailMailbox({ sub: subA, historyId: 1500 });
+    const startB = await gmailMailbox({ sub: subB, historyId: 1600 });
+    await connectGmail(a.id, subA, { historyId: startA });
+    await connectGmail(b.id, subB, { historyId: startB });
+    const ids = [messageId("secret1"), messageId("secret2")];
+    // The same sender writes to both, but only A's mailbox is notified.
+    const latestA = await gmailMailbox({ sub: subA, messages: ids.map((id) => message(id, "Shared Sender <shared@example.org>", `for A ${id}`)) });
+    await gmailMailbox({ sub: subB, messages: [message(messageId("b-only"), "Shared Sender <shared@example.org>", "for B")] });
+
+    const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(a.id, subA, latestA));
+    expect(result).toMatchObject({ listed: 2, recorded: 2 });
+
+    const rowsA = await rowsOf(a.id);
+    expect(rowsA.sources.map((s) => s.external_id).sort()).toEqual([...ids].sort());
+    expect(rowsA.people).toHaveLength(1);
+    expect(rowsA.events).toHaveLength(2);
+
+    // B sees none of it: not A's sources, not the sender A now knows, not A's events; B's mailbox untouched.
+    expect(await rowsOf(b.id)).toEqual({ sources: [], people: [], events: [] });
+    const seenByB = await testDb().withUser(b.id, async (tx) => ({
+      sources: (await tx.execute(sql`select count(*)::int as n from sources where user_id = ${a.id}`)) as unknown as Array<{ n: number }>,
+      entities: (await tx.execute(sql`select count(*)::int as n from entities where id = ${rowsA.people[0]!.id}`)) as unknown as Array<{ n: number }>,
+    }));
+    expect(seenByB.sources[0]!.n).toBe(0);
+    expect(seenByB.entities[0]!.n).toBe(0);
+    expect((await connectionOf(b.id))?.gmail_history_id).toBe(startB);
+    expect(await gmailRequests(subB)).toEqual([]);
+  });
+});

@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { TokenCipher } from "../../db/token-cipher";
-import { call, chatAs, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { call, chatAs, eventually, newPerson, sessionCookie, testDatabase } from "./helpers";
 
 async function start(intent: string, cookie?: string) {
   const response = await call(`/auth/google/start?intent=${intent}`, { redirect: "manual", headers: cookie ? { cookie } : {} });
@@ -54,6 +54,7 @@ describe("connecting Gmail", () => {
     expect(location.searchParams.get("scope")).toContain("https://www.googleapis.com/auth/gmail.readonly");
     expect(location.searchParams.get("access_type")).toBe("offline");
     const sub = crypto.randomUUID();
+    await fetch(`${env.STAND_IN_URL}/__gmail/mailbox`, { method: "POST", body: JSON.stringify({ sub, historyId: 31337 }) });
     const back = await call(`/auth/google/callback?code=good-${sub}&state=${location.searchParams.get("state")}`, {
       headers: { cookie: `${flow}; ${cookie}` },
       redirect: "manual",
@@ -71,5 +72,17 @@ describe("connecting Gmail", () => {
 
     const me = (await (await call("/api/me", { headers: { cookie } })).json()) as { google: { connected: boolean } };
     expect(me.google.connected).toBe(true);
+
+    // The mailbox is watched right away: Gmail's users.watch on the topic, the position and expiry kept.
+    const [state] = await eventually(
+      async () =>
+        (await testDatabase().withUser(person.id, (tx) =>
+          tx.execute(sql`select gmail_history_id, watch_expires_at is not null as watching from oauth_connections`),
+        )) as unknown as Array<{ gmail_history_id: string | null; watching: boolean }>,
+      (rows) => rows[0]?.watching === true,
+    );
+    expect(state).toEqual({ gmail_history_id: "31337", watching: true });
+    const requests = (await (await fetch(`${env.STAND_IN_URL}/__gmail/requests?sub=${sub}`)).json()) as Array<{ method: string; path: string }>;
+    expect(requests).toContainEqual(expect.objectContaining({ method: "POST", path: "/watch" }));
   });
 });

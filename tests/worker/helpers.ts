@@ -30,7 +30,7 @@ export function call(path: string, init?: RequestInit): Promise<Response> {
 }
 
 /** A request to the Worker running with some bindings replaced (another environment, a missing key). */
-export async function callWithEnv(overrides: Partial<Record<keyof Env, unknown>>, path: string, init?: RequestInit): Promise<Response> {
+export async function callWithEnv(overrides: Record<string, unknown>, path: string, init?: RequestInit): Promise<Response> {
   const ctx = createExecutionContext();
   const response = await worker.fetch(new Request(`https://soma.test${path}`, init), { ...env, ...overrides } as Env, ctx);
   await waitOnExecutionContext(ctx);
@@ -92,4 +92,14 @@ export async function chatAs(cookie: string, message: string): Promise<string> {
   const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: JSON.stringify({ message }) });
   if (response.status !== 200) throw new Error(`chat answered ${response.status}`);
   return (await readChatStream(response)).text;
+}
+
+/** Polls `read` until `done` accepts its value (background work finishing after a response). */
+export async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }

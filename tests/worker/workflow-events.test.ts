@@ -9,7 +9,7 @@ import { loadConfig } from "../../agents/config";
 import type { UserAgent } from "../../agents/user-agent";
 import { emitEvents } from "../../agents/workflows/client";
 import { turnCompleted } from "../../agents/workflows/events";
-import { chatAs, newChatId, newPerson, sessionCookie } from "./helpers";
+import { chatAs, eventually, newChatId, newPerson, sessionCookie } from "./helpers";
 import { scriptedModel } from "./scripted-model";
 
 interface SentEvent {
@@ -19,14 +19,11 @@ interface SentEvent {
   deliveries: number;
 }
 
-async function eventsOf(name: string, userId: string, count: number): Promise<SentEvent[]> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const all = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as SentEvent[];
-    const mine = all.filter((e) => e.data.userId === userId);
-    if (mine.length >= count || Date.now() > deadline) return mine;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+function eventsOf(name: string, userId: string, count: number): Promise<SentEvent[]> {
+  return eventually(
+    async () => ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as SentEvent[]).filter((e) => e.data.userId === userId),
+    (mine) => mine.length >= count,
+  );
 }
 
 describe("conversation/turn.completed", () => {

@@ -7,6 +7,8 @@ import { CodeChallengeMethod, decodeIdToken, generateCodeVerifier, generateState
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
+import { logJson } from "../../agents/log";
+import { renewWatches } from "../../agents/workflows/functions/mail-watch-renew";
 import { ensureGooglePerson } from "../../db/repositories/auth";
 import { saveConnection } from "../../db/repositories/connections";
 import { TokenCipher } from "../../db/token-cipher";
@@ -90,6 +92,14 @@ export const google = new Hono<AppEnv>()
         accessTokenExpiresAt: tokens.accessTokenExpiresAt(),
       }),
     );
+    // Start the mailbox's push notifications now rather than at the next daily renewal.
+    if (c.var.config.GMAIL_PUBSUB_TOPIC) {
+      c.executionCtx.waitUntil(
+        renewWatches({ config: c.var.config, db: c.var.db }, [person.id]).then(([result]) =>
+          logJson(result?.ok ? "info" : "warn", { route: "google", requestId: c.var.requestId, gmailWatch: result?.ok ? "started" : result?.error }),
+        ),
+      );
+    }
     return c.redirect("/app/settings", 303);
   });
 

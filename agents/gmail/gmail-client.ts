@@ -120,11 +120,22 @@ export function headerOf(message: GmailMessageMetadata, name: string): string | 
   return message.payload?.headers?.find((h) => h.name.toLowerCase() === name.toLowerCase())?.value;
 }
 
-/** `"Anna Schmidt" <anna@example.org>` → { name: "Anna Schmidt", email: "anna@example.org" }. */
+/**
+ * `"Anna Schmidt" <anna@example.org>` → { name: "Anna Schmidt", email: "anna@example.org" }. Also a
+ * quoted name with escaped quotes or angle brackets (`"Acme \"Deals\"" <…>`, `"Acme <Deals>" <…>`),
+ * a bare address, and the old `anna@example.org (Anna Schmidt)` form.
+ */
 export function parseMailbox(value: string | undefined): { name: string | null; email: string } | null {
   if (!value) return null;
-  const angle = /^\s*(?:"?([^"<]*?)"?\s*)?<([^<>\s@]+@[^<>\s@]+)>\s*$/.exec(value);
-  if (angle?.[2]) return { name: angle[1]?.trim() || null, email: angle[2].toLowerCase() };
-  const bare = /^\s*([^<>\s@]+@[^<>\s@]+)\s*$/.exec(value);
-  return bare?.[1] ? { name: null, email: bare[1].toLowerCase() } : null;
+  // name-addr: the address is the last <…>; whatever precedes it is the display name.
+  const angle = /^([\s\S]*)<\s*([^<>\s@]+@[^<>\s@]+)\s*>\s*$/.exec(value);
+  if (angle?.[2]) return { name: displayName(angle[1] ?? ""), email: angle[2].toLowerCase() };
+  const bare = /^\s*([^<>()\s@]+@[^<>()\s@]+)\s*(?:\(([^()]*)\))?\s*$/.exec(value);
+  return bare?.[1] ? { name: bare[2]?.trim() || null, email: bare[1].toLowerCase() } : null;
+}
+
+function displayName(raw: string): string | null {
+  let name = raw.trim();
+  if (name.length >= 2 && name.startsWith('"') && name.endsWith('"')) name = name.slice(1, -1).replace(/\\(.)/g, "$1").trim();
+  return name || null;
 }

@@ -2,7 +2,8 @@
 // account and no network (npm start) and for tests. It is not an LLM: it understands a handful of
 // sentence shapes — "I read / finished / watched / visited / met X", "remember that …", "which books
 // did I read?", "what do you remember about X", "forget X" — and answers through the same tool loop
-// and tools as a real model (it emits tool calls, reads their results, then writes the reply).
+// and tools as a real model (it emits tool calls, reads their results, then writes the reply). Asked
+// for fact extraction (structured output, agents/facts.ts) it answers with agents/model/offline-facts.ts.
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,

@@ -13,8 +13,14 @@ export interface SealedConnection {
   accessTokenExpiresAt: Date | null;
 }
 
-/** Creates or refreshes the person's connection to `provider`; a missing refresh token keeps the old one. */
+/**
+ * Creates or refreshes the person's connection to `provider`. Reconnecting the same account keeps its
+ * mail position and watch, and a missing refresh token keeps the old one; a different account is a
+ * different mailbox, so its position, watch and refresh token start afresh (the old mailbox's history
+ * id means nothing there, and saveMailState only ever moves it forward).
+ */
 export async function saveConnection(tx: Tx, userId: string, connection: SealedConnection): Promise<void> {
+  const sameAccount = sql`lower(excluded.account_email) is not distinct from lower(${oauthConnections.accountEmail})`;
   await tx
     .insert(oauthConnections)
     .values({ userId, ...connection })
@@ -24,8 +30,11 @@ export async function saveConnection(tx: Tx, userId: string, connection: SealedC
         accountEmail: connection.accountEmail,
         scope: connection.scope,
         accessTokenEnc: connection.accessTokenEnc,
-        refreshTokenEnc: sql`coalesce(excluded.refresh_token_enc, ${oauthConnections.refreshTokenEnc})`,
+        refreshTokenEnc: sql`case when ${sameAccount} then coalesce(excluded.refresh_token_enc, ${oauthConnections.refreshTokenEnc})
+          else excluded.refresh_token_enc end`,
         accessTokenExpiresAt: connection.accessTokenExpiresAt,
+        gmailHistoryId: sql`case when ${sameAccount} then ${oauthConnections.gmailHistoryId} end`,
+        watchExpiresAt: sql`case when ${sameAccount} then ${oauthConnections.watchExpiresAt} end`,
       },
     });
 }

@@ -85,14 +85,39 @@ async function mergeInto(tx: Tx, keepId: string, dropId: string): Promise<void> 
   await tx.execute(sql`update edges set from_id = ${keepId} where from_id = ${dropId}`);
   await tx.execute(sql`update edges set to_id = ${keepId} where to_id = ${dropId}`);
   await tx.execute(sql`update events set entity_ids = array_replace(entity_ids, ${dropId}::uuid, ${keepId}::uuid) where entity_ids @> array[${dropId}::uuid]`);
-  await tx.execute(sql`
-    update entities k set
-      properties = d.properties || k.properties || jsonb_build_object(
-        'aliases', coalesce(k.properties -> 'aliases', '[]'::jsonb) || to_jsonb(d.name),
-        'mergedSources', coalesce(k.properties -> 'mergedSources', '[]'::jsonb)
-          || case when d.source_id is null then '[]'::jsonb else to_jsonb(d.source_id::text) end),
-      updated_at = now()
-    from entities d
-    where k.id = ${keepId} and d.id = ${dropId}`);
+  const rows = (await tx.execute(sql`select id, name, properties, source_id from entities where id in (${keepId}, ${dropId})`)) as unknown as Array<{
+    id: string;
+    name: string;
+    properties: Record<string, unknown>;
+    source_id: string | null;
+  }>;
+  const keep = rows.find((r) => r.id === keepId);
+  const drop = rows.find((r) => r.id === dropId);
+  if (!keep || !drop) throw new Error(`mergeInto: entity ${keep ? dropId : keepId} not found`);
+  // The merged entity's own aliases and merged sources carry over too (it may have been a survivor
+  // before, or been captured with aliases), each listed once: a name captured again after a merge
+  // and merged again the next night is not a second alias.
+  const properties = {
+    ...drop.properties,
+    ...keep.properties,
+    aliases: distinct([...listOf(keep.properties.aliases), ...listOf(drop.properties.aliases), drop.name]),
+    mergedSources: distinct([...listOf(keep.properties.mergedSources), ...listOf(drop.properties.mergedSources), ...(drop.source_id ? [drop.source_id] : [])]),
+  };
+  await tx.execute(sql`update entities set properties = ${JSON.stringify(properties)}::jsonb, updated_at = now() where id = ${keepId}`);
   await tx.execute(sql`delete from entities where id = ${dropId}`);
+}
+
+function listOf(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function distinct(values: unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return values.filter((v) => {
+    const key = JSON.stringify(v);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }

@@ -90,9 +90,14 @@ export interface WeekContents {
 
 /** What the person added in the week since `since`. */
 export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
+  // Names as JSON, not text[]: the driver leaves arrays as Postgres's text form, in which a name with a
+  // comma or a quote ("Portland, Oregon") cannot be split back reliably. Mail senders are counted as
+  // mail, not listed as what the person added (as in the brief).
   const byType = (await tx.execute(sql`
-    select type, (array_agg(name order by created_at desc))[1:6] as names, count(*)::int as n
-    from entities where status = 'active' and created_at >= ${since.toISOString()}
+    select type, to_jsonb((array_agg(name order by created_at desc))[1:6]) as names, count(*)::int as n
+    from entities e
+    where status = 'active' and created_at >= ${since.toISOString()}
+      and not exists (select 1 from sources s where s.id = e.source_id and s.kind = 'gmail')
     group by type order by count(*) desc, type limit 8`)) as unknown as Array<{ type: string; names: string[] | string }>;
   const newFacts = await tx
     .select({ statement: facts.statement })
@@ -105,18 +110,10 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
     .from(events)
     .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, since)));
   return {
-    byType: byType.map((r) => ({ type: r.type, names: Array.isArray(r.names) ? r.names : parseArray(r.names) })),
+    byType: byType.map((r) => ({ type: r.type, names: Array.isArray(r.names) ? r.names : (JSON.parse(r.names) as string[]) })),
     facts: newFacts.map((f) => f.statement),
     mail: mail?.n ?? 0,
   };
-}
-
-function parseArray(value: string): string[] {
-  return value
-    .replace(/^\{|\}$/g, "")
-    .split(",")
-    .map((v) => v.replace(/^"|"$/g, ""))
-    .filter(Boolean);
 }
 
 // ---- system role (Database.withSystem): whom to fan out to ----

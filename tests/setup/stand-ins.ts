@@ -37,6 +37,9 @@ export async function startStandIns(): Promise<StandIns> {
   const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
   let messageId = 1000;
   const workflows = await workflowStandIns();
+  /** setWebhook registrations per bot token (getWebhookInfo reads them back; the secret is never returned). */
+  const webhooks = new Map<string, { url: string; allowed_updates: unknown; secret_token: unknown }>();
+  const pendingUpdates = new Map<string, number>();
 
   const server: Server = createServer(async (req, res) => {
     try {
@@ -52,6 +55,12 @@ export async function startStandIns(): Promise<StandIns> {
         return json(res, 200, { ok: true });
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
+      if (url.pathname === "/__webhooks") return json(res, 200, Object.fromEntries(webhooks));
+      if (url.pathname === "/__pending") {
+        const { token, count } = JSON.parse(body) as { token: string; count: number };
+        pendingUpdates.set(token, count);
+        return json(res, 200, { ok: true });
+      }
       if (url.pathname === "/__langfuse") return json(res, 200, langfuseEvents);
       if (url.pathname === "/__google") return json(res, 200, googleRequests);
       if (url.pathname === "/google/token") {
@@ -75,6 +84,21 @@ export async function startStandIns(): Promise<StandIns> {
           id_token: `${part({ alg: "RS256", typ: "JWT" })}.${part(claims)}.signature`,
         });
       }
+      if (url.pathname === "/api/public/traces" && req.method === "GET") {
+        // Langfuse's public API: traces (trace-create events are upserts, merged here), filtered.
+        const byId = new Map<string, Record<string, unknown>>();
+        for (const event of langfuseEvents.filter((e) => e.type === "trace-create")) {
+          const id = String(event.body.id);
+          const defined = Object.fromEntries(Object.entries(event.body).filter(([, v]) => v !== undefined));
+          byId.set(id, { ...byId.get(id), ...defined });
+        }
+        const userId = url.searchParams.get("userId");
+        const tags = url.searchParams.getAll("tags");
+        const data = [...byId.values()].filter(
+          (t) => (!userId || t.userId === userId) && tags.every((tag) => Array.isArray(t.tags) && t.tags.includes(tag)),
+        );
+        return json(res, 200, { data, meta: { page: 1, limit: data.length, totalItems: data.length, totalPages: 1 } });
+      }
       if (url.pathname === "/api/public/ingestion") {
         const { batch } = JSON.parse(body) as { batch: Array<{ id: string; type: string; body: Record<string, unknown> }> };
         for (const event of batch) langfuseEvents.push({ type: event.type, body: event.body, authorization: req.headers.authorization });
@@ -84,7 +108,7 @@ export async function startStandIns(): Promise<StandIns> {
       if (await workflows(url, req, body, res)) return;
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
-      if (bot) return botApi(bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
+      if (bot) return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
       if (url.pathname === "/v1/chat/completions") {
         const request = JSON.parse(body) as ChatRequest;
         completionRequests.push(request);
@@ -100,7 +124,7 @@ export async function startStandIns(): Promise<StandIns> {
     }
   });
 
-  function botApi(method: string, payload: Record<string, unknown>, res: ServerResponse) {
+  function botApi(token: string, method: string, payload: Record<string, unknown>, res: ServerResponse) {
     const failure = failures.find((f) => f.method === method && f.times > 0 && (f.chatId === undefined || f.chatId === payload.chat_id));
     if (failure) {
       failure.times--;
@@ -117,6 +141,20 @@ export async function startStandIns(): Promise<StandIns> {
       return json(res, 200, {
         ok: true,
         result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, text: payload.text },
+      });
+    }
+    if (method === "setWebhook") {
+      if (typeof payload.url !== "string" || !payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1")) {
+        return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook" });
+      }
+      webhooks.set(token, { url: payload.url, allowed_updates: payload.allowed_updates, secret_token: payload.secret_token });
+      return json(res, 200, { ok: true, result: true, description: "Webhook was set" });
+    }
+    if (method === "getWebhookInfo") {
+      const hook = webhooks.get(token);
+      return json(res, 200, {
+        ok: true,
+        result: { url: hook?.url ?? "", has_custom_certificate: false, pending_update_count: pendingUpdates.get(token) ?? 0, max_connections: 40, ...(hook?.allowed_updates ? { allowed_updates: hook.allowed_updates } : {}) },
       });
     }
     if (method === "getMe") {

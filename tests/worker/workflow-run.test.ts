@@ -4,6 +4,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { inngestSignature } from "../../agents/workflows/signature";
 import { call, newPerson, testDatabase } from "./helpers";
 
 /** RFC 8785-style canonical JSON (keys sorted at every level): what the SDK verifies the signature over. */
@@ -16,12 +17,8 @@ function canonical(value: unknown): string {
   return JSON.stringify(value);
 }
 
-async function sign(body: string): Promise<string> {
-  const ts = Math.floor(Date.now() / 1000);
-  const key = env.INNGEST_SIGNING_KEY.replace(/^signkey-\w+-/, "");
-  const hmac = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  const mac = await crypto.subtle.sign("HMAC", hmac, new TextEncoder().encode(body + ts));
-  return `t=${ts}&s=${[...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+function sign(body: string): Promise<string> {
+  return inngestSignature(body, env.INNGEST_SIGNING_KEY);
 }
 
 /** Drives one run to its end like the engine does; returns the final output and the requests made. */

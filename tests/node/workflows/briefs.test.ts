@@ -1,13 +1,338 @@
+// The proactive messages with @inngest/test: morning-brief-cron (the hourly fan-out), brief-generate
+// (one person's brief) and weekly-review, on the test Postgres and the Bot API stand-in.
+//
+// Postgres and the stand-ins are shared with test files running in parallel, so these tests only ever
+// assert about their own people. The fan-outs over everyone (weekly-review's "people" step) are run
+// with that step mocked to this test's people — a real run would message other files' people — and the
+// real listing is checked on its own with executeStep("people"), which stops after that step.
+import { InngestTestEngine } from "@inngest/test";
+import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { newPerson, runOnce, testWorkflows } from "./harness";
+import { createWorkflows } from "../../../agents/workflows";
+import { isoWeek } from "../../../agents/workflows/functions/weekly-review";
+import { recordFact } from "../../../db/repositories/facts";
+import { recordEmail } from "../../../db/repositories/mail";
+import { archiveEntity, captureEntity, createReminder, recordSource } from "../../../db/repositories/memory";
+import { newPerson, runOnce, sentTexts, standInUrl, testConfig, testDb, testWorkflows } from "./harness";
 
-describe("probe", () => {
-  it("cron", async () => {
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+type Spy = { mock: { calls: unknown[][] } };
+type SentEvent = { name: string; id: string; data: { userId: string; date: string } };
+
+/** Each entity in its own transaction, so created_at (the transaction's now()) orders them. */
+async function capture(userId: string, type: string, name: string, properties: Record<string, unknown> = {}) {
+  return testDb().withUser(userId, async (tx) => {
+    const sourceId = await recordSource(tx, userId, { kind: "telegram", externalId: `msg-${crypto.randomUUID()}`, payload: { text: `about ${name}` } });
+    return (await captureEntity(tx, userId, { type, name, properties, embedding: null, sourceId })).entityId;
+  });
+}
+
+async function email(userId: string, from: { name: string | null; email: string }, subject: string, receivedAt = new Date(Date.now() - 2 * HOUR)) {
+  await testDb().withUser(userId, (tx) =>
+    recordEmail(tx, userId, { messageId: `gm-${crypto.randomUUID()}`, threadId: null, from, subject, receivedAt, snippet: subject }, null),
+  );
+}
+
+/** The delivery claims (sources of kind brief / weekly-review) the person has. */
+async function claims(userId: string, kind: "brief" | "weekly-review") {
+  return (await testDb().withUser(userId, (tx) =>
+    tx.execute(sql`select external_id, payload from sources where kind = ${kind} order by created_at`),
+  )) as unknown as Array<{ external_id: string; payload: { text: string } }>;
+}
+
+/** The event a cron trigger starts a run with (@inngest/test would otherwise mock a function.invoked one). */
+function cronTick(cron: string) {
+  return { name: "inngest/scheduled.timer", data: { cron } } as const;
+}
+
+function stepsRun(ctx: { step: { run: unknown } }): string[] {
+  return (ctx.step.run as Spy).mock.calls.map(([id]) => id as string);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// morning-brief-cron
+// ---------------------------------------------------------------------------------------------------
+
+/** step.sendEvent mocked (fresh arrays per run: @inngest/test appends each run's step results to them). */
+const sendEventsMocked = () => [0, 1, 2, 3].map((i) => ({ id: `request-briefs-${i}`, handler: () => ({ ids: [] }) }));
+
+async function fanOutAt(now: Date) {
+  const { result, error, ctx } = await runOnce(testWorkflows({ now }).functions.morningBriefCron, cronTick("TZ=UTC 0 * * * *"), { steps: sendEventsMocked() });
+  expect(error).toBeUndefined();
+  const calls = (ctx.step.sendEvent as unknown as Spy).mock.calls as Array<[string, SentEvent[]]>;
+  // The payloads as they go out (eventType(...).create adds a validate() and empty optional fields).
+  const events = calls.flatMap(([, batch]) => batch.map(({ name, id, data }) => ({ name, id, data })));
+  return { result: result as { requested: number }, calls, events };
+}
+
+describe("morning-brief-cron", () => {
+  it("asks for the brief of exactly the people for whom it is 08:xx, with their local date", async () => {
+    const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" }); // 08:00 at 07:00Z in November
+    const utc = await newPerson({ telegram: true, timezone: "UTC" }); // 07:00
+    const newYork = await newPerson({ telegram: true, timezone: "America/New_York" }); // 02:00
+    const berlinNoChat = await newPerson({ timezone: "Europe/Berlin" }); // 08:00, but nowhere to send it
+    const { result, calls, events } = await fanOutAt(new Date("2026-11-21T07:00:00Z"));
+
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls[0]![0]).toBe("request-briefs-0");
+    const mine = events.filter((e) => [berlin.id, utc.id, newYork.id, berlinNoChat.id].includes(e.data.userId));
+    expect(mine).toEqual([{ name: "brief/requested", id: `brief-${berlin.id}-2026-11-21`, data: { userId: berlin.id, date: "2026-11-21" } }]);
+    // Everyone requested is someone at 08:xx right now (other files' people included), each once.
+    expect(result.requested).toBe(events.length);
+    expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+  });
+
+  it("uses the person's local date, and finds half-hour zones at the hour their clock shows 08:30", async () => {
+    const kiritimati = await newPerson({ telegram: true, timezone: "Pacific/Kiritimati" }); // UTC+14
+    const kolkata = await newPerson({ telegram: true, timezone: "Asia/Kolkata" }); // UTC+5:30
     const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
-    const mars = await newPerson({ telegram: true, timezone: "Mars/Olympus" });
-    const { functions } = testWorkflows({ now: new Date("2026-11-21T07:00:00Z") });
-    const out = await runOnce(functions.morningBriefCron, undefined);
-    console.log(out.result, out.error, out.state);
-    console.log(JSON.stringify((out.ctx.step.sendEvent as any).mock?.calls ?? (out.ctx.step.sendEvent as any).calls));
-  }, 15000);
+
+    // 18:00Z on the 20th is 08:00 on the 21st in Kiritimati.
+    const evening = await fanOutAt(new Date("2026-11-20T18:00:00Z"));
+    expect(evening.events.filter((e) => [kiritimati.id, kolkata.id, berlin.id].includes(e.data.userId))).toEqual([
+      { name: "brief/requested", id: `brief-${kiritimati.id}-2026-11-21`, data: { userId: kiritimati.id, date: "2026-11-21" } },
+    ]);
+    // 03:00Z is 08:30 in Kolkata (02:00Z would be 07:30: the hourly cron never hits 08:00 there).
+    const early = await fanOutAt(new Date("2026-11-21T03:00:00Z"));
+    expect(early.events.filter((e) => [kiritimati.id, kolkata.id, berlin.id].includes(e.data.userId))).toEqual([
+      { name: "brief/requested", id: `brief-${kolkata.id}-2026-11-21`, data: { userId: kolkata.id, date: "2026-11-21" } },
+    ]);
+    // Summer time: Berlin is UTC+2 in July, so 06:00Z is its 08:00.
+    const summer = await fanOutAt(new Date("2026-07-01T06:00:00Z"));
+    expect(summer.events.filter((e) => e.data.userId === berlin.id)).toEqual([
+      { name: "brief/requested", id: `brief-${berlin.id}-2026-07-01`, data: { userId: berlin.id, date: "2026-07-01" } },
+    ]);
+  });
+
+  it("skips a person whose stored timezone Postgres does not know, instead of failing everyone's fan-out", async () => {
+    // users.timezone is free text (no check constraint): an unknown zone can be stored.
+    const mars = await newPerson({ telegram: true, timezone: "Mars/Olympus_Mons" });
+    const stored = (await testDb().withUser(mars.id, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{ timezone: string }>;
+    expect(stored).toEqual([{ timezone: "Mars/Olympus_Mons" }]);
+    const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
+
+    const { events } = await fanOutAt(new Date("2026-11-21T07:00:00Z"));
+    expect(events.map((e) => e.data.userId)).toContain(berlin.id);
+    expect(events.map((e) => e.data.userId)).not.toContain(mars.id);
+  });
+
+  it("gives a repeated fan-out the same event ids, so Inngest keeps one request per person and date", async () => {
+    const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
+    // The real step.sendEvent, to the Inngest stand-in (which drops a repeated id like Inngest does).
+    const { deps } = testWorkflows({ now: new Date("2026-11-21T07:00:00Z") });
+    const { functions } = createWorkflows({ ...deps, config: { ...testConfig, INNGEST_EVENT_KEY: "briefs-test-event-key", INNGEST_BASE_URL: standInUrl } });
+    for (let run = 0; run < 2; run++) {
+      const { error } = await runOnce(functions.morningBriefCron, cronTick("TZ=UTC 0 * * * *"));
+      expect(error).toBeUndefined();
+    }
+    const received = (await (await fetch(`${standInUrl}/__inngest/events?name=brief/requested`)).json()) as Array<SentEvent & { deliveries: number; eventKey: string }>;
+    const mine = received.filter((e) => e.data.userId === berlin.id);
+    expect(mine).toHaveLength(1);
+    expect(mine[0]).toMatchObject({ id: `brief-${berlin.id}-2026-11-21`, data: { userId: berlin.id, date: "2026-11-21" }, deliveries: 2, eventKey: "briefs-test-event-key" });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// brief-generate
+// ---------------------------------------------------------------------------------------------------
+
+function briefRequest(userId: string, date: string) {
+  return { name: "brief/requested", id: `brief-${userId}-${date}`, data: { userId, date } } as const;
+}
+
+/** The next 02:00Z at least ten minutes away: 07:30 in Kolkata (UTC+5:30, no summer time), within 24 h. */
+function nextTwoAmUtc(now = new Date()): Date {
+  const at = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), 2));
+  while (at.getTime() < now.getTime() + 10 * 60_000) at.setTime(at.getTime() + DAY);
+  return at;
+}
+
+describe("brief-generate", () => {
+  it("sends the day's brief — what is coming up and what was on the person's mind — once per date", async () => {
+    const person = await newPerson({ telegram: true, timezone: "Asia/Kolkata" });
+    const at = nextTwoAmUtc();
+    await testDb().withUser(person.id, (tx) => createReminder(tx, person.id, { text: "Dentist appointment", at, sourceId: null }));
+    // Not coming up: a reminder beyond the next 24 hours, and one already delivered.
+    await testDb().withUser(person.id, async (tx) => {
+      await createReminder(tx, person.id, { text: "Next week's call", at: new Date(Date.now() + 3 * DAY), sourceId: null });
+      const sent = await createReminder(tx, person.id, { text: "Already sent", at: new Date(Date.now() + HOUR), sourceId: null });
+      await tx.execute(sql`update events set status = 'delivered' where id = ${sent}`);
+    });
+    await capture(person.id, "book", "Project Hail Mary");
+    const date = "2026-11-22";
+    const { briefGenerate } = testWorkflows().functions;
+
+    const first = await runOnce(briefGenerate, briefRequest(person.id, date));
+    const expected = ["Good morning, Wf! Here's your day.", "", "Coming up:", "• 07:30 Dentist appointment", "", "On your mind yesterday: Project Hail Mary (book)."].join("\n");
+    expect(first.error).toBeUndefined();
+    expect(first.result).toEqual({ sent: true, text: expected });
+    expect(await sentTexts(person.chatId!)).toEqual([expected]);
+
+    // Requested again for the same date (a retried fan-out, a duplicate event): nothing more.
+    const again = await runOnce(briefGenerate, briefRequest(person.id, date));
+    expect(again.result).toEqual({ sent: false });
+    expect(stepsRun(again.ctx)).toEqual(["compose"]);
+    expect(await sentTexts(person.chatId!)).toEqual([expected]);
+    expect(await claims(person.id, "brief")).toEqual([{ external_id: date, payload: { text: expected } }]);
+
+    // The next day's request is another brief.
+    const nextDay = await runOnce(briefGenerate, briefRequest(person.id, "2026-11-23"));
+    expect(nextDay.result).toMatchObject({ sent: true });
+    expect(await sentTexts(person.chatId!)).toHaveLength(2);
+  });
+
+  it("counts the mail since yesterday without listing every sender as something on the person's mind", async () => {
+    const person = await newPerson({ telegram: true });
+    await email(person.id, { name: "Weekly Digest", email: "digest@news.example" }, "Your digest");
+    await email(person.id, { name: null, email: "billing@shop.example" }, "Your invoice");
+    await email(person.id, { name: null, email: "old@shop.example" }, "Last week", new Date(Date.now() - 3 * DAY));
+
+    const { result } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(person.id, "2026-11-22"));
+    const expected = "Good morning, Wf! Here's your day.\n\n2 new emails since yesterday.";
+    expect(result).toEqual({ sent: true, text: expected });
+    expect(await sentTexts(person.chatId!)).toEqual([expected]);
+  });
+
+  it("sends nothing (and claims nothing) when there is nothing to say; a later request that day still can", async () => {
+    const person = await newPerson({ telegram: true });
+    // Only an archived memory: no longer part of what the brief tells.
+    const old = await capture(person.id, "book", "An Old Book");
+    await testDb().withUser(person.id, (tx) => tx.execute(sql`update entities set status = 'archived' where id = ${old}`));
+    const { briefGenerate } = testWorkflows().functions;
+
+    const empty = await runOnce(briefGenerate, briefRequest(person.id, "2026-11-22"));
+    expect(empty.result).toEqual({ sent: false });
+    expect(stepsRun(empty.ctx)).toEqual(["compose"]);
+    expect(await sentTexts(person.chatId!)).toEqual([]);
+    expect(await claims(person.id, "brief")).toEqual([]);
+
+    await capture(person.id, "place", "Lisbon");
+    const later = await runOnce(briefGenerate, briefRequest(person.id, "2026-11-22"));
+    expect(later.result).toEqual({ sent: true, text: "Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Lisbon (place)." });
+    expect(await sentTexts(person.chatId!)).toHaveLength(1);
+  });
+
+  it("sends nothing to a person without Telegram, and claims nothing", async () => {
+    const person = await newPerson();
+    await capture(person.id, "book", "Project Hail Mary");
+    await testDb().withUser(person.id, (tx) => createReminder(tx, person.id, { text: "Dentist", at: new Date(Date.now() + 2 * HOUR), sourceId: null }));
+    const { result, ctx } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(person.id, "2026-11-22"));
+    expect(result).toEqual({ sent: false });
+    expect(stepsRun(ctx)).toEqual(["compose"]);
+    expect(await claims(person.id, "brief")).toEqual([]);
+  });
+
+  it("never shows one person another person's reminders or memories", async () => {
+    const alice = await newPerson({ telegram: true });
+    const bob = await newPerson({ telegram: true });
+    await capture(bob.id, "book", "Bob's Private Diary");
+    await testDb().withUser(bob.id, (tx) => createReminder(tx, bob.id, { text: "Bob's appointment", at: new Date(Date.now() + 2 * HOUR), sourceId: null }));
+    await capture(alice.id, "book", "Middlemarch");
+
+    const { result } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(alice.id, "2026-11-22"));
+    expect(result).toEqual({ sent: true, text: "Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Middlemarch (book)." });
+    expect(await sentTexts(bob.chatId!)).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------
+// weekly-review
+// ---------------------------------------------------------------------------------------------------
+
+/** The "people" step mocked to these people (a fresh array per run, see sendEventsMocked). */
+const onlyPeople = (...ids: string[]) => [{ id: "people", handler: () => ids }];
+
+describe("weekly-review", () => {
+  it("lists everyone reachable in Telegram (the real step, run alone)", async () => {
+    const onTelegram = await newPerson({ telegram: true });
+    const offTelegram = await newPerson();
+    const { result } = await new InngestTestEngine({ function: testWorkflows().functions.weeklyReview }).executeStep("people");
+    expect(result).toEqual(expect.arrayContaining([onTelegram.id]));
+    expect(result).not.toContain(offTelegram.id);
+  });
+
+  it("sends a summary of the week's new memories by type, facts and mail; once per ISO week", async () => {
+    const person = await newPerson({ telegram: true });
+    // Before the week: a backdated entity. Archived: not part of memory any more.
+    const old = await capture(person.id, "book", "An Old Book");
+    await testDb().withUser(person.id, (tx) => tx.execute(sql`update entities set created_at = now() - interval '10 days' where id = ${old}`));
+    const archived = await capture(person.id, "book", "Archived Book");
+    await testDb().withUser(person.id, (tx) => archiveEntity(tx, archived));
+    await capture(person.id, "book", "Dune");
+    await capture(person.id, "book", "Piranesi");
+    await capture(person.id, "place", "Portland, Oregon");
+    await capture(person.id, "book", 'Eats, Shoots & Leaves: The "Zero Tolerance" Approach');
+    await capture(person.id, "person", "Maria");
+    await testDb().withUser(person.id, (tx) =>
+      recordFact(tx, person.id, { statement: "Lives in Berlin", category: "home", subject: "home city", confidence: 0.9, embedding: null, sourceId: null }),
+    );
+    // Mail is counted, its senders are not "what you added".
+    await email(person.id, { name: "Weekly Digest", email: "digest@news.example" }, "Your digest");
+
+    const now = new Date();
+    const { weeklyReview } = testWorkflows({ now }).functions;
+    const first = await runOnce(weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    expect(first.error).toBeUndefined();
+    expect(first.result).toEqual({ people: 1, sent: 1 });
+    const expected = [
+      "Your week in memory:",
+      '• book: Eats, Shoots & Leaves: The "Zero Tolerance" Approach, Piranesi, Dune',
+      "• person: Maria",
+      "• place: Portland, Oregon",
+      "",
+      "Things I learned about you: Lives in Berlin.",
+      "",
+      "1 email came in.",
+      "",
+      "Say /memories to see everything, or /forget to drop something.",
+    ].join("\n");
+    expect(await sentTexts(person.chatId!)).toEqual([expected]);
+    expect(await claims(person.id, "weekly-review")).toEqual([{ external_id: isoWeek(now), payload: { text: expected } }]);
+
+    // The same week again, even with something new: nothing more.
+    await capture(person.id, "book", "Klara and the Sun");
+    const second = await runOnce(weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    expect(second.result).toEqual({ people: 1, sent: 0 });
+    expect(await sentTexts(person.chatId!)).toEqual([expected]);
+
+    // A week later: the new week's review, with only what came after the first one.
+    const nextWeek = new Date(now.getTime() + 7 * DAY);
+    const third = await runOnce(testWorkflows({ now: nextWeek }).functions.weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    expect(third.result).toEqual({ people: 1, sent: 1 });
+    const texts = await sentTexts(person.chatId!);
+    expect(texts).toHaveLength(2);
+    expect(texts[1]).toBe("Your week in memory:\n• book: Klara and the Sun\n\nSay /memories to see everything, or /forget to drop something.");
+    expect((await claims(person.id, "weekly-review")).map((c) => c.external_id)).toEqual([isoWeek(now), isoWeek(nextWeek)]);
+  });
+
+  it("sends nothing for an empty week, nor to a person without Telegram, nor to anyone else", async () => {
+    const busyLastWeek = await newPerson({ telegram: true });
+    await capture(busyLastWeek.id, "book", "Dune");
+    await email(busyLastWeek.id, { name: "Someone", email: "someone@mail.example" }, "Hello");
+    const idle = await newPerson({ telegram: true });
+    const noChat = await newPerson();
+    await capture(noChat.id, "book", "Dune");
+    const bystander = await newPerson({ telegram: true });
+    await capture(bystander.id, "book", "Not in this run");
+
+    // Eight days on, this week holds nothing new for busyLastWeek; idle never had anything.
+    const later = testWorkflows({ now: new Date(Date.now() + 8 * DAY) }).functions.weeklyReview;
+    const { result } = await runOnce(later, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(busyLastWeek.id, idle.id) });
+    expect(result).toEqual({ people: 2, sent: 0 });
+    // This week, the person without a chat has something, but nowhere to receive it.
+    const { result: now } = await runOnce(testWorkflows().functions.weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(noChat.id) });
+    expect(now).toEqual({ people: 1, sent: 0 });
+
+    for (const person of [busyLastWeek, idle, bystander]) expect(await sentTexts(person.chatId!)).toEqual([]);
+    for (const person of [busyLastWeek, idle, noChat, bystander]) expect(await claims(person.id, "weekly-review")).toEqual([]);
+  });
+
+  it("names the ISO week (Monday to Sunday, the year of its Thursday)", () => {
+    expect(isoWeek(new Date("2026-11-22T18:00:00Z"))).toBe("2026-W47"); // a Sunday, when the cron runs
+    expect(isoWeek(new Date("2026-11-23T00:00:00Z"))).toBe("2026-W48");
+    expect(isoWeek(new Date("2027-01-03T18:00:00Z"))).toBe("2026-W53"); // 2026 has 53 ISO weeks
+    expect(isoWeek(new Date("2024-12-30T12:00:00Z"))).toBe("2025-W01");
+  });
 });

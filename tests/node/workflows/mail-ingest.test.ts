@@ -4,6 +4,7 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { MAX_MESSAGES_PER_RUN, RESYNC_MESSAGES } from "../../../agents/workflows/functions/mail-ingest";
+import { saveMailState } from "../../../db/repositories/connections";
 import { TokenCipher } from "../../../db/token-cipher";
 import { connectGmail, gmailMailbox, gmailRequests, newPerson, runOnce, standInUrl, testDb, TOKEN_KEY, testWorkflows } from "./harness";
 
@@ -48,6 +49,7 @@ interface ConnectionRow {
   access_token_enc: string;
   refresh_token_enc: string | null;
   expires_ms: number | null;
+  watching: boolean;
 }
 
 async function connectionOf(userId: string): Promise<ConnectionRow | undefined> {
@@ -55,7 +57,8 @@ async function connectionOf(userId: string): Promise<ConnectionRow | undefined> 
     userId,
     (tx) =>
       tx.execute(
-        sql`select gmail_history_id, access_token_enc, refresh_token_enc, (extract(epoch from access_token_expires_at) * 1000)::float8 as expires_ms from oauth_connections where provider = 'google'`,
+        sql`select gmail_history_id, access_token_enc, refresh_token_enc, (extract(epoch from access_token_expires_at) * 1000)::float8 as expires_ms,
+                    watch_expires_at is not null as watching from oauth_connections where provider = 'google'`,
       ) as unknown as Promise<ConnectionRow[]>,
   );
   return rows[0];
@@ -144,6 +147,31 @@ describe("mail-ingest", () => {
     expect(gets.map((r) => r.path.split("?")[0]).sort()).toEqual([anna1, anna2, bob].map((id) => `/messages/${id}`).sort());
     for (const get of gets) expect(new URLSearchParams(get.path.split("?")[1]).get("format")).toBe("metadata");
     expect(requests.every((r) => r.token === `ya29.access-${sub}`)).toBe(true);
+  });
+
+  it("reads the sender from every usual form of the From header", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 250 }) });
+    const senders: Array<[from: string, name: string, email: string]> = [
+      ['"Schmidt, Anna" <anna.s@example.org>', "Schmidt, Anna", "anna.s@example.org"],
+      ['"Pat \\"PJ\\" O\'Brien" <Pat@Example.org>', 'Pat "PJ" O\'Brien', "pat@example.org"],
+      ['"Acme <Deals>" <deals@acme.example>', "Acme <Deals>", "deals@acme.example"],
+      ["Carla Diaz<carla@example.org>", "Carla Diaz", "carla@example.org"],
+      ["dan@example.org (Dan Old-Style)", "Dan Old-Style", "dan@example.org"],
+      ["<eve@example.org>", "eve@example.org", "eve@example.org"],
+    ];
+    const latest = await gmailMailbox({ sub, messages: senders.map(([from], i) => message(`${sub}-from-${i}`, from, `form ${i}`)) });
+
+    const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
+    expect(result).toMatchObject({ listed: senders.length, recorded: senders.length });
+    const rows = await rowsOf(person.id);
+    expect(rows.people.map((p) => [p.name, p.properties.email]).sort()).toEqual(senders.map(([, name, email]) => [name, email]).sort());
+    for (const [i, [, name, email]] of senders.entries()) {
+      const event = rows.events.find((e) => e.payload.messageId === `${sub}-from-${i}`)!;
+      expect(event.payload.from).toEqual({ name: name === email ? null : name, email });
+      expect(event.entity_ids).toEqual([rows.people.find((p) => p.name === name)!.id]);
+    }
   });
 
   it("records nothing new when the same notification arrives twice", async () => {
@@ -405,6 +433,32 @@ describe("mail-ingest", () => {
     expect(error?.message).toMatch(/answered 403/);
     expect((await rowsOf(person.id)).sources).toEqual([]);
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
+  });
+
+  it("starts afresh when the person connects a different Google account, and keeps the position for the same one", async () => {
+    const person = await newPerson();
+    const [oldSub, newSubName] = [newSub(), newSub()];
+    // The old mailbox's position is far ahead of anything the new mailbox has.
+    await connectGmail(person.id, oldSub, { historyId: "999999" });
+    await testDb().withUser(person.id, (tx) => saveMailState(tx, { watchExpiresAt: new Date(Date.now() + 5 * 86_400_000) }));
+
+    // Reconnecting the same account (e.g. after a revoked grant) keeps its position and watch.
+    await connectGmail(person.id, oldSub, { refreshToken: null });
+    const same = (await connectionOf(person.id))!;
+    expect(same).toMatchObject({ gmail_history_id: "999999", watching: true });
+    expect(await cipher.decrypt(same.refresh_token_enc!)).toBe(`1//refresh-${oldSub}`);
+
+    // Another account is another mailbox: no position, no watch, and never the old account's refresh token.
+    await connectGmail(person.id, newSubName, { refreshToken: null });
+    expect(await connectionOf(person.id)).toMatchObject({ gmail_history_id: null, watching: false, refresh_token_enc: null });
+    await connectGmail(person.id, newSubName);
+    const ids = [messageId("new1"), messageId("new2")];
+    const latest = await gmailMailbox({ sub: newSubName, historyId: 300, messages: ids.map((id) => message(id, "Nina <nina@example.org>", id)) });
+
+    const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, newSubName, latest));
+    expect(result).toEqual({ listed: 2, recorded: 2, resynced: true, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual([...ids].sort());
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
   });
 
   it("skips a person without a Google connection", async () => {

@@ -1,0 +1,11 @@
+// Inngest's request signature (X-Inngest-Signature: t=<seconds>&s=<hex>): HMAC-SHA256 over the body
+// and the timestamp, keyed with the signing key minus its "signkey-<env>-" prefix. Inngest signs its
+// calls to /api/workflows this way; the smoke check signs its introspection the same way.
+const encoder = new TextEncoder();
+
+export async function inngestSignature(body: string, signingKey: string, at = new Date()): Promise<string> {
+  const ts = Math.floor(at.getTime() / 1000);
+  const key = await crypto.subtle.importKey("raw", encoder.encode(signingKey.replace(/^signkey-\w+-/, "")), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(body + ts));
+  return `t=${ts}&s=${[...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+}

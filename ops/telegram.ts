@@ -1,0 +1,39 @@
+// `npm run telegram:register`: setWebhook with url = APP_BASE_URL + /api/messenger/webhook, the
+// webhook secret as secret_token, allowed_updates ["message"]; then prints getWebhookInfo.
+// `npm run telegram:info`: getWebhookInfo only. The token and the secret are never printed.
+import { parseArgs } from "node:util";
+import { loadSettings, requireSettings, runMain, type Settings } from "./cli";
+import { webhookInfo } from "./smoke";
+
+export async function registerWebhook(settings: Settings, log = console.log): Promise<void> {
+  const { APP_BASE_URL, TELEGRAM_BOT_TOKEN, TELEGRAM_WEBHOOK_SECRET } = requireSettings(
+    settings,
+    ["APP_BASE_URL", "TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET"],
+    "telegram:register",
+  );
+  const url = `${APP_BASE_URL.replace(/\/+$/, "")}/api/messenger/webhook`;
+  const root = (settings.TELEGRAM_API_ROOT ?? "https://api.telegram.org").replace(/\/+$/, "");
+  const response = await fetch(`${root}/bot${TELEGRAM_BOT_TOKEN}/setWebhook`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url, secret_token: TELEGRAM_WEBHOOK_SECRET, allowed_updates: ["message"] }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const body = (await response.json()) as { ok: boolean; description?: string };
+  if (!body.ok) throw new Error(`setWebhook refused: ${body.description ?? response.status}`);
+  log(`telegram:register  setWebhook ${url} (secret_token set, allowed_updates ["message"]): ${body.description ?? "ok"}`);
+  await printInfo(settings, log);
+}
+
+export async function printInfo(settings: Settings, log = console.log): Promise<void> {
+  const info = await webhookInfo(settings);
+  log(`telegram:info  ${JSON.stringify(info, null, 2)}`);
+}
+
+runMain(import.meta, async () => {
+  const { values, positionals } = parseArgs({ options: { "env-file": { type: "string" } }, allowPositionals: true });
+  const settings = loadSettings(process.env, values["env-file"]);
+  if (positionals[0] === "info") await printInfo(settings);
+  else await registerWebhook(settings);
+  return 0;
+});

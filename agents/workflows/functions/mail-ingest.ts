@@ -67,7 +67,9 @@ async function newMessages(gmail: GmailClient, startHistoryId: string | null, no
           position = record.id;
         }
         pageToken = history.nextPageToken;
-        if (!pageToken) return { messageIds: ids, historyId: maxId(history.historyId, notifiedHistoryId), resynced: false };
+        // Gmail's own position, never the notification's: a push can name a history id that
+        // history.list does not reach yet, and storing that would skip the mail in between.
+        if (!pageToken) return { messageIds: ids, historyId: history.historyId, resynced: false };
       }
       return { messageIds: ids, historyId: position, resynced: false };
     } catch (error) {
@@ -116,8 +118,4 @@ async function gmailCall<T>(call: () => Promise<T>): Promise<T> {
     if (error instanceof GmailError && !error.transient) throw new NonRetriableError(error.message, { cause: error });
     throw error;
   }
-}
-
-function maxId(a: string, b: string): string {
-  return BigInt(a) >= BigInt(b) ? a : b;
 }

@@ -142,17 +142,16 @@ function briefRequest(userId: string, date: string) {
   return { name: "brief/requested", id: `brief-${userId}-${date}`, data: { userId, date } } as const;
 }
 
-/** The next 02:00Z at least ten minutes away: 07:30 in Kolkata (UTC+5:30, no summer time), within 24 h. */
-function nextTwoAmUtc(now = new Date()): Date {
-  const at = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), 2));
-  while (at.getTime() < now.getTime() + 10 * 60_000) at.setTime(at.getTime() + DAY);
-  return at;
+/** A time 12 hours from now (whole minutes), and how a clock in Kolkata (UTC+5:30, no summer time) shows it. */
+function halfADayAhead(): { at: Date; kolkata: string } {
+  const at = new Date(Math.floor((Date.now() + 12 * HOUR) / 60_000) * 60_000);
+  return { at, kolkata: new Date(at.getTime() + 5.5 * HOUR).toISOString().slice(11, 16) };
 }
 
 describe("brief-generate", () => {
   it("sends the day's brief — what is coming up and what was on the person's mind — once per date", async () => {
     const person = await newPerson({ telegram: true, timezone: "Asia/Kolkata" });
-    const at = nextTwoAmUtc();
+    const { at, kolkata } = halfADayAhead();
     await testDb().withUser(person.id, (tx) => createReminder(tx, person.id, { text: "Dentist appointment", at, sourceId: null }));
     // Not coming up: a reminder beyond the next 24 hours, and one already delivered.
     await testDb().withUser(person.id, async (tx) => {
@@ -165,7 +164,7 @@ describe("brief-generate", () => {
     const { briefGenerate } = testWorkflows().functions;
 
     const first = await runOnce(briefGenerate, briefRequest(person.id, date));
-    const expected = ["Good morning, Wf! Here's your day.", "", "Coming up:", "• 07:30 Dentist appointment", "", "On your mind yesterday: Project Hail Mary (book)."].join("\n");
+    const expected = ["Good morning, Wf! Here's your day.", "", "Coming up:", `• ${kolkata} Dentist appointment`, "", "On your mind yesterday: Project Hail Mary (book)."].join("\n");
     expect(first.error).toBeUndefined();
     expect(first.result).toEqual({ sent: true, text: expected });
     expect(await sentTexts(person.chatId!)).toEqual([expected]);

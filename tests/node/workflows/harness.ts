@@ -124,7 +124,8 @@ type ExecuteOptions = NonNullable<Parameters<InngestTestEngine["execute"]>[0]>;
 
 /**
  * One run of `fn` on a fresh test engine (an engine keeps the step state of its previous run).
- * Inngest's engine is replaced only where time passes: `step.sleep*` resolve at once.
+ * Only where time passes is a step replaced: an unmocked `step.sleep*` never resolves under
+ * @inngest/test, so tests mock it through `options.steps` (a fresh array per run).
  */
 export async function runOnce(fn: TestFunction, event: ExecuteOptions["events"] extends infer E ? (E extends Array<infer One> ? One : never) : never, options: Omit<ExecuteOptions, "events"> = {}) {
   const engine = new InngestTestEngine({ function: fn });

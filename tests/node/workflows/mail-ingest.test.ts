@@ -70,9 +70,17 @@ async function refreshGrants(sub: string): Promise<Array<Record<string, string>>
   return all.filter((r) => r.grant_type === "refresh_token" && r.refresh_token === `1//refresh-${sub}`);
 }
 
-/** The Gmail API paths (without the query) the stand-in saw for `sub`, in order. */
+/**
+ * The Gmail API requests the stand-in saw for `sub`, in order, without users.watch: mail-ingest never
+ * watches, but a renewal of every mailbox (npm run mail:watch's test) may run in parallel.
+ */
+async function ingestRequests(sub: string): Promise<Array<{ method: string; path: string; token: string }>> {
+  return (await gmailRequests(sub)).filter((r) => r.path !== "/watch");
+}
+
+/** The same, as "METHOD /path" without the query. */
 async function gmailPaths(sub: string): Promise<string[]> {
-  return (await gmailRequests(sub)).map((r) => `${r.method} ${r.path.split("?")[0]}`);
+  return (await ingestRequests(sub)).map((r) => `${r.method} ${r.path.split("?")[0]}`);
 }
 
 describe("mail-ingest", () => {
@@ -135,7 +143,7 @@ describe("mail-ingest", () => {
     expect((await connectionOf(person.id))?.gmail_history_id).toBe("5004");
 
     // history.list from the stored position (INBOX, messageAdded), no resync, metadata only.
-    const requests = await gmailRequests(sub);
+    const requests = await ingestRequests(sub);
     const history = requests.filter((r) => r.path.startsWith("/history"));
     expect(history).toHaveLength(1);
     const query = new URLSearchParams(history[0]!.path.split("?")[1]);
@@ -229,6 +237,26 @@ describe("mail-ingest", () => {
     expect((await rowsOf(person.id)).sources).toHaveLength(1);
   });
 
+  it("stores Gmail's position, not a notification's that history has not caught up with", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    const start = await gmailMailbox({ sub, historyId: 600 });
+    await connectGmail(person.id, sub, { historyId: start });
+    const { mailIngest } = testWorkflows().functions;
+
+    // The push names history id 610, but Gmail's history still ends at 600: nothing is listed yet.
+    const early = await runOnce(mailIngest, notification(person.id, sub, "610"));
+    expect(early.result).toEqual({ listed: 0, recorded: 0, resynced: false, historyId: "600" });
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe("600");
+
+    // The mail then shows up in history (ids 601, 602) and is read, not skipped.
+    const ids = [messageId("lag1"), messageId("lag2")];
+    const latest = await gmailMailbox({ sub, messages: ids.map((id) => message(id, "Lars <lars@example.org>", id)) });
+    const later = await runOnce(mailIngest, notification(person.id, sub, latest));
+    expect(later.result).toEqual({ listed: 2, recorded: 2, resynced: false, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual([...ids].sort());
+  });
+
   it("reads at most MAX_MESSAGES_PER_RUN messages a run and continues from there on the next", async () => {
     const person = await newPerson();
     const sub = newSub();
@@ -271,7 +299,7 @@ describe("mail-ingest", () => {
     expect(result).toEqual({ listed: RESYNC_MESSAGES, recorded: RESYNC_MESSAGES, resynced: true, historyId: latest });
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual(recent.map((m) => m.id).sort());
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
-    const requests = await gmailRequests(sub);
+    const requests = await ingestRequests(sub);
     expect(requests.filter((r) => r.path.startsWith("/history")).map((r) => new URLSearchParams(r.path.split("?")[1]).get("startHistoryId"))).toEqual(["120"]);
     const lists = requests.filter((r) => r.path.startsWith("/messages?"));
     expect(lists).toHaveLength(1);
@@ -280,14 +308,14 @@ describe("mail-ingest", () => {
     // The same notification again: history from the new position, no second resync, nothing new.
     const again = await runOnce(mailIngest, event);
     expect(again.result).toEqual({ listed: 0, recorded: 0, resynced: false, historyId: latest });
-    expect((await gmailRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
+    expect((await ingestRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
 
     // New mail afterwards is read through history as usual.
     const fresh = messageId("fresh");
     const next = await gmailMailbox({ sub, messages: [message(fresh, "Fresh <fresh@example.org>", "after the resync")] });
     const after = await runOnce(mailIngest, notification(person.id, sub, next));
     expect(after.result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: next });
-    expect((await gmailRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
+    expect((await ingestRequests(sub)).filter((r) => r.path.startsWith("/messages?"))).toHaveLength(1);
     expect((await rowsOf(person.id)).sources).toHaveLength(RESYNC_MESSAGES + 1);
   });
 
@@ -305,6 +333,48 @@ describe("mail-ingest", () => {
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
     // Nothing to ask history for: straight to the bounded list.
     expect((await gmailPaths(sub)).filter((p) => !p.startsWith("GET /messages/"))).toEqual(["GET /messages"]);
+  });
+
+  it("skips a message deleted between listing and reading it, and records the rest", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 750 }) });
+    const kept = messageId("kept");
+    const latest = await gmailMailbox({ sub, messages: [message(kept, "Kim <kim@example.org>", "still here")] });
+    const gone = messageId("gone");
+    // The listing (mocked) names a message Gmail no longer has by the time it is read (404).
+    const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest), {
+      steps: [{ id: "list-new-messages", handler: () => ({ messageIds: [gone, kept], historyId: latest, resynced: false }) }],
+    });
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ listed: 2, recorded: 1, resynced: false, historyId: latest });
+    expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([kept]);
+    expect((await gmailPaths(sub)).filter((p) => p.startsWith("GET /messages/"))).toEqual([`GET /messages/${gone}`, `GET /messages/${kept}`]);
+    expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
+  });
+
+  it("lets a 503 while reading a message be retried, and the retry records each message once", async () => {
+    const person = await newPerson();
+    const sub = newSub();
+    await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 780 }) });
+    const ids = [messageId("m1"), messageId("m2")];
+    const latest = await gmailMailbox({ sub, messages: ids.map((id) => message(id, "Mo <mo@example.org>", id)) });
+    const listed = { messageIds: ids, historyId: latest, resynced: false };
+    const { mailIngest } = testWorkflows().functions;
+    const event = notification(person.id, sub, latest);
+
+    await gmailMailbox({ sub, fail: { status: 503, times: 1 } });
+    const failed = await runOnce(mailIngest, event, { steps: [{ id: "list-new-messages", handler: () => listed }] });
+    expect(failed.error?.name).toBe("GmailError");
+    expect(failed.error?.message).toMatch(/GET \/messages\/.* answered 503/);
+    expect((await rowsOf(person.id)).sources).toEqual([]);
+    expect((await connectionOf(person.id))?.gmail_history_id).not.toBe(latest);
+
+    const retried = await runOnce(mailIngest, event, { steps: [{ id: "list-new-messages", handler: () => listed }] });
+    expect(retried.result).toEqual({ listed: 2, recorded: 2, resynced: false, historyId: latest });
+    const rows = await rowsOf(person.id);
+    expect(rows.sources.map((s) => s.external_id).sort()).toEqual([...ids].sort());
+    expect(rows.events).toHaveLength(2);
   });
 
   it("refreshes an expired access token through Google's token endpoint and stores it sealed", async () => {
@@ -332,7 +402,7 @@ describe("mail-ingest", () => {
     // One refresh, then the new token on every call (the expired one never reached Gmail).
     const grants = await refreshGrants(sub);
     expect(grants).toHaveLength(1);
-    const requests = await gmailRequests(sub);
+    const requests = await ingestRequests(sub);
     expect(requests.length).toBeGreaterThanOrEqual(2);
     expect(requests.every((r) => r.token === `ya29.refreshed-${sub}`)).toBe(true);
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
@@ -349,7 +419,7 @@ describe("mail-ingest", () => {
     expect(error).toBeUndefined();
     expect(result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: latest });
 
-    const requests = await gmailRequests(sub);
+    const requests = await ingestRequests(sub);
     expect(requests[0]).toMatchObject({ path: expect.stringMatching(/^\/history\?/), token: `ya29.access-${sub}` });
     expect(requests[1]).toMatchObject({ path: expect.stringMatching(/^\/history\?/), token: `ya29.refreshed-${sub}` });
     // After the refresh (stored, so the next step opens the new token), no call uses the refused one.
@@ -373,7 +443,7 @@ describe("mail-ingest", () => {
     expect(error?.message).toMatch(/refused the refresh token: invalid_grant/);
 
     expect(await refreshGrants(sub)).toHaveLength(1);
-    expect(await gmailRequests(sub)).toEqual([]);
+    expect(await ingestRequests(sub)).toEqual([]);
     expect(await connectionOf(person.id)).toEqual(before);
     const rows = await rowsOf(person.id);
     expect(rows).toEqual({ sources: [], people: [], events: [] });
@@ -390,7 +460,7 @@ describe("mail-ingest", () => {
     expect(error?.name).toBe("NonRetriableError");
     expect(error?.message).toMatch(/answered 401/);
     // One refresh, one retry: no loop.
-    expect((await gmailRequests(sub)).map((r) => r.token)).toEqual([`ya29.access-${sub}`, `ya29.refreshed-${sub}`]);
+    expect((await ingestRequests(sub)).map((r) => r.token)).toEqual([`ya29.access-${sub}`, `ya29.refreshed-${sub}`]);
     expect(await refreshGrants(sub)).toHaveLength(1);
     expect((await rowsOf(person.id)).sources).toEqual([]);
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
@@ -499,6 +569,6 @@ describe("mail-ingest", () => {
     expect(seenByB.sources[0]!.n).toBe(0);
     expect(seenByB.entities[0]!.n).toBe(0);
     expect((await connectionOf(b.id))?.gmail_history_id).toBe(startB);
-    expect(await gmailRequests(subB)).toEqual([]);
+    expect(await ingestRequests(subB)).toEqual([]);
   });
 });

@@ -58,6 +58,8 @@ const ConfigSchema = z
     POSTHOG_HOST: z.url().optional(),
     AXIOM_TOKEN: optional,
     AXIOM_DATASET: optional,
+    /** Axiom's API (an EU edge, or a test stand-in). */
+    AXIOM_URL: z.url().optional(),
   })
   .superRefine((config, ctx) => {
     if (config.ENVIRONMENT !== "production") return;

@@ -30,6 +30,7 @@ export interface ToolContext {
 
 export type MemoryActivity =
   | { kind: "captured"; entityId: string; type: string; name: string; created: boolean }
+  | { kind: "recalled"; results: number; typed: boolean }
   | { kind: "forgotten"; entityId: string }
   | { kind: "updated"; entityId: string }
   | { kind: "related"; edgeId: string }
@@ -76,7 +77,9 @@ export function memoryTools(context: ToolContext): ToolSet {
       }),
       execute: async (input) => {
         const embedding = await embed(input.query);
-        return db.withUser(userId, (tx) => recallEntities(tx, userId, { ...input, embedding }));
+        const recalled = await db.withUser(userId, (tx) => recallEntities(tx, userId, { ...input, embedding }));
+        context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
+        return recalled;
       },
     }),
 

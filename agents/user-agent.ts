@@ -29,7 +29,8 @@ import { systemPrompt } from "./system-prompt";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
 import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
-import { memoryTools } from "./tools";
+import { createTelemetry } from "./telemetry/sinks";
+import { memoryTools, type MemoryActivity } from "./tools";
 import { emitEvents } from "./workflows/client";
 import { reminderCreated, turnCompleted } from "./workflows/events";
 
@@ -228,6 +229,15 @@ export class UserAgent extends AIChatAgent<Env> {
 
     const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
     const tracer = (this.#tracer ??= createTracer(config));
+    const started = Date.now();
+    const telemetry = createTelemetry(config);
+    // Telegram messages are counted at the webhook (commands included); web ones arrive here.
+    if (surface === "web") telemetry.capture({ event: "message_received", userId: this.userId, properties: { surface } });
+    let toolCalls = 0;
+    const onActivity = (activity: MemoryActivity) => {
+      if (activity.kind === "captured") telemetry.capture({ event: "memory_captured", userId: this.userId, properties: { type: activity.type, created: activity.created } });
+      if (activity.kind === "recalled") telemetry.capture({ event: "memory_recalled", userId: this.userId, properties: { results: activity.results, typed: activity.typed } });
+    };
     const trace = tracer.startTurn({ userId: this.userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
 
     const listener = this.#listeners.get(source.externalId);
@@ -252,6 +262,7 @@ export class UserAgent extends AIChatAgent<Env> {
               userId: this.userId,
               embedder: createEmbedder(config, this.env),
               source,
+              onActivity,
               scheduleReminder: ({ eventId, at }) =>
                 emitEvents(config, reminderCreated.create({ userId: this.userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: this.userId }),
             }),
@@ -259,6 +270,7 @@ export class UserAgent extends AIChatAgent<Env> {
             abortSignal: signal,
             maxRetries: 1,
             onStepFinish: (step) => {
+              toolCalls += step.toolResults.length;
               for (const call of step.toolResults) trace.tool(call.toolName, call.input, call.output);
             },
           });
@@ -284,6 +296,8 @@ export class UserAgent extends AIChatAgent<Env> {
         }
         emit({ type: "finish" });
         trace.end({ output, failed: failed || signal.aborted });
+        telemetry.log({ kind: "turn", userId: this.userId, surface, durationMs: Date.now() - started, failed: failed || signal.aborted, tools: toolCalls });
+        this.ctx.waitUntil(telemetry.flush());
         // Background work on what the person said (fact-extract); never holds up or fails the turn.
         const input = last ? textOf(last) : "";
         if (input) {

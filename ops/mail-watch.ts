@@ -2,8 +2,10 @@
 // users.watch on GMAIL_PUBSUB_TOPIC for every person with a Google connection, now. (The daily
 // mail-watch-renew workflow keeps them alive afterwards.) Reads .env, then the environment; needs
 // DATABASE_URL, TOKEN_ENCRYPTION_KEY, GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and GMAIL_PUBSUB_TOPIC.
-// Prints one line per person (never a token) and exits 1 if any watch failed.
+// `-- --account a@gmail.com` (repeatable) watches only those mailboxes. Prints one line per person
+// (never a token) and exits 1 if any watch failed.
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 import { CONFIG_KEYS, loadConfig } from "../agents/config";
 import { renewWatches, type WatchResult } from "../agents/workflows/functions/mail-watch-renew";
 import { Database } from "../db/database";
@@ -12,7 +14,7 @@ import { readEnvFile } from "./dotenv";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-export async function mailWatch(environment: NodeJS.ProcessEnv = process.env, log = console.log): Promise<WatchResult[]> {
+export async function mailWatch(environment: NodeJS.ProcessEnv = process.env, log = console.log, accounts: string[] = []): Promise<WatchResult[]> {
   const values: Record<string, string> = { ...readEnvFile(`${root}.env`) };
   for (const [key, value] of Object.entries(environment)) if (value) values[key] = value;
   const databaseUrl = values.DATABASE_URL;
@@ -23,7 +25,7 @@ export async function mailWatch(environment: NodeJS.ProcessEnv = process.env, lo
   }
   const db = new Database(databaseUrl, { max: 2 });
   try {
-    const people = await db.withSystem((tx) => watchesExpiringBefore(tx, null));
+    const people = await db.withSystem((tx) => watchesExpiringBefore(tx, null, accounts));
     log(`mail:watch  ${people.length} connected mailbox${people.length === 1 ? "" : "es"}, topic ${config.GMAIL_PUBSUB_TOPIC}`);
     const results = await renewWatches({ config, db }, people);
     for (const r of results) log(`mail:watch  ${r.userId}  ${r.ok ? `watching until ${r.expiresAt}` : `FAILED ${r.error}`}`);
@@ -34,7 +36,8 @@ export async function mailWatch(environment: NodeJS.ProcessEnv = process.env, lo
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  mailWatch().then(
+  const { values } = parseArgs({ options: { account: { type: "string", multiple: true } } });
+  mailWatch(process.env, console.log, values.account ?? []).then(
     (results) => process.exit(results.every((r) => r.ok) ? 0 : 1),
     (error: unknown) => {
       console.error(`mail:watch failed: ${error instanceof Error ? error.message : String(error)}`);

@@ -7,6 +7,7 @@ import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "../agents/config";
+import { createTelemetry } from "../agents/telemetry/sinks";
 import { ApiError, errorResponse } from "./errors";
 import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";
@@ -46,10 +47,28 @@ export function createApp() {
     }),
   );
   app.use(async (c, next) => {
-    c.set("config", loadConfig(c.env));
+    const started = Date.now();
+    const config = loadConfig(c.env);
+    const telemetry = createTelemetry(config);
+    c.set("config", config);
+    c.set("telemetry", telemetry);
     // postgres.js connects lazily: routes that never query never open a socket.
     c.set("db", workerdDatabase(c.env.HYPERDRIVE.connectionString));
-    await next();
+    try {
+      await next();
+    } finally {
+      // One line per request: the route pattern (never the path: /auth/link/:token holds a secret).
+      telemetry.log({
+        kind: "request",
+        requestId: c.var.requestId,
+        method: c.req.method,
+        route: c.req.routePath,
+        status: c.res.status,
+        durationMs: Date.now() - started,
+        ...(c.var.person ? { userId: c.var.person.id } : {}),
+      });
+      c.executionCtx.waitUntil(telemetry.flush());
+    }
   });
 
   app.route("/api/health", health);

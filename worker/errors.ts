@@ -3,7 +3,9 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ConfigError } from "../agents/config";
+import { ConfigError, loadConfig, type Config } from "../agents/config";
+import { reportError } from "../agents/telemetry/sentry";
+import type { AppEnv } from "./types";
 import { describeError, logJson } from "../agents/log";
 
 export const ERROR_STATUS = {
@@ -43,9 +45,12 @@ export interface ErrorBody {
 }
 
 /** The JSON error response for `error`, whatever was thrown. */
-export function errorResponse(c: Context, error: unknown): Response {
+export function errorResponse(c: Context<AppEnv>, error: unknown): Response {
   const apiError = toApiError(error);
-  if (apiError.status >= 500) logJson("error", { requestId: requestIdOf(c), error: describeError(error) });
+  if (apiError.status >= 500) {
+    logJson("error", { requestId: requestIdOf(c), error: describeError(error) });
+    report(c, error);
+  }
   const body: ErrorBody = { error: { code: apiError.code, message: apiError.message, requestId: requestIdOf(c) } };
   return c.json(body, apiError.status, apiError.headers);
 }
@@ -59,6 +64,24 @@ function toApiError(error: unknown): ApiError {
     return new ApiError(code, error.message || code.replaceAll("_", " "));
   }
   return new ApiError("internal", "Something went wrong on our side. It has been logged.");
+}
+
+/** A real fault → Sentry (when configured), with what identifies the request but nothing it carried. */
+function report(c: Context<AppEnv>, error: unknown): void {
+  let config: Config;
+  try {
+    config = c.var.config ?? loadConfig(c.env);
+  } catch {
+    return; // the configuration itself is broken: the log line above is all there is
+  }
+  reportError(config, error, {
+    waitUntil: (p) => c.executionCtx.waitUntil(p),
+    request: c.req.raw,
+    requestId: requestIdOf(c),
+    route: c.req.routePath,
+    ...(c.env.CF_VERSION_METADATA?.id ? { release: c.env.CF_VERSION_METADATA.id } : {}),
+    ...(c.var.person ? { userId: c.var.person.id } : {}),
+  });
 }
 
 function requestIdOf(c: Context): string {

@@ -1,6 +1,7 @@
 import type { Database } from "../db/database";
 import type { Person } from "../db/repositories/auth";
 import type { Config } from "../agents/config";
+import type { Telemetry } from "../agents/telemetry/sinks";
 
 /** Hono's environment for every route of the Worker. */
 export interface AppEnv {
@@ -9,6 +10,8 @@ export interface AppEnv {
     requestId: string;
     config: Config;
     db: Database;
+    /** Product events and the request's log line, flushed with waitUntil when the response is done. */
+    telemetry: Telemetry;
     /** Set by requireSession on protected routes. */
     person: Person;
   };

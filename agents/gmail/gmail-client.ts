@@ -67,7 +67,7 @@ export class GmailClient {
 
   /** users.watch: push INBOX changes to the Pub/Sub topic. */
   watch(topicName: string) {
-    return this.#call("POST", "/watch", WatchResponse, { topicName, labelIds: ["INBOX"], labelFilterBehavior: "INCLUDE" });
+    return this.#call("POST", "/watch", WatchResponse, { topicName, labelIds: ["INBOX"], labelFilterBehavior: "include" });
   }
 
   /** users.history.list: messages added to INBOX since `startHistoryId` (one page). */

@@ -150,13 +150,13 @@ export function ensureTelegramPerson(
 }
 
 /** The person with this Google account (by its stable subject id), created on first sign-in. */
-export function ensureGooglePerson(db: Database, account: { sub: string; email: string | null; displayName: string }): Promise<Person> {
+export function ensureGooglePerson(db: Database, account: { sub: string; email: string | null; displayName: string }): Promise<Person & { created: boolean }> {
   return db.withAuth(async (tx) => {
     const [row] = await tx
       .insert(authUsers)
       .values({ googleSub: account.sub, displayName: account.displayName })
       .onConflictDoUpdate({ target: authUsers.googleSub, set: { googleSub: account.sub } })
-      .returning({ id: authUsers.id, displayName: authUsers.displayName });
+      .returning({ id: authUsers.id, displayName: authUsers.displayName, created: sql<boolean>`(xmax = 0)` });
     if (!row) throw new Error("ensureGooglePerson returned no row");
     return row;
   });

@@ -1,6 +1,6 @@
 // OAuth connections (Gmail): tokens arrive here already sealed by TokenCipher; rows are per person
 // and provider, under row-level security like every table.
-import { and, eq, isNull, lt, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { oauthConnections } from "../schema";
 
@@ -109,8 +109,8 @@ export async function mailboxOwner(tx: Tx, emailAddress: string): Promise<string
   return row?.userId ?? null;
 }
 
-/** People whose Gmail watch is missing or expires before `before`. */
-export async function watchesExpiringBefore(tx: Tx, before: Date | null): Promise<string[]> {
+/** People whose Gmail watch is missing or expires before `before` (null: all), optionally only these mailboxes. */
+export async function watchesExpiringBefore(tx: Tx, before: Date | null, accounts?: string[]): Promise<string[]> {
   const rows = await tx
     .select({ userId: oauthConnections.userId })
     .from(oauthConnections)
@@ -118,6 +118,7 @@ export async function watchesExpiringBefore(tx: Tx, before: Date | null): Promis
       and(
         eq(oauthConnections.provider, "google"),
         before ? or(isNull(oauthConnections.watchExpiresAt), lt(oauthConnections.watchExpiresAt, before)) : undefined,
+        accounts?.length ? inArray(sql`lower(${oauthConnections.accountEmail})`, accounts.map((a) => a.toLowerCase())) : undefined,
       ),
     );
   return rows.map((r) => r.userId);

@@ -23,7 +23,9 @@ describe("npm run mail:watch", () => {
     const historyId = await gmailMailbox({ sub, historyId: 4242 });
     await connectGmail(person.id, sub);
     const lines: string[] = [];
-    const results = await mailWatch(environment, (line) => lines.push(line));
+    // Only this test's mailbox: the suite's Postgres is shared with other files' connections.
+    const results = await mailWatch(environment, (line) => lines.push(line), [`${sub}@gmail.example`]);
+    expect(results.map((r) => r.userId)).toEqual([person.id]);
     expect(results.find((r) => r.userId === person.id)).toMatchObject({ ok: true, expiresAt: expect.any(String) });
     expect(lines.some((l) => l.includes(person.id) && l.includes("watching until"))).toBe(true);
     const watch = (await gmailRequests(sub)).find((r) => r.path === "/watch");

@@ -40,6 +40,8 @@ export async function startStandIns(): Promise<StandIns> {
   /** setWebhook registrations per bot token (getWebhookInfo reads them back; the secret is never returned). */
   const webhooks = new Map<string, { url: string; allowed_updates: unknown; secret_token: unknown }>();
   const pendingUpdates = new Map<string, number>();
+  /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
+  const telemetry: Array<{ sink: "posthog" | "axiom" | "sentry"; path: string; authorization: string | null; query: string; body: string }> = [];
 
   const server: Server = createServer(async (req, res) => {
     try {
@@ -56,6 +58,12 @@ export async function startStandIns(): Promise<StandIns> {
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
       if (url.pathname === "/__webhooks") return json(res, 200, Object.fromEntries(webhooks));
+      if (url.pathname === "/__telemetry") return json(res, 200, telemetry.filter((t) => !url.searchParams.get("sink") || t.sink === url.searchParams.get("sink")));
+      const sink = url.pathname === "/batch/" ? "posthog" : /^\/v1\/datasets\/[^/]+\/ingest$/.test(url.pathname) ? "axiom" : /^\/api\/\d+\/envelope\/$/.test(url.pathname) ? "sentry" : null;
+      if (sink && req.method === "POST") {
+        telemetry.push({ sink, path: url.pathname, authorization: req.headers.authorization ?? (req.headers["x-sentry-auth"] as string | undefined) ?? null, query: url.search, body });
+        return json(res, 200, sink === "sentry" ? { id: crypto.randomUUID().replace(/-/g, "") } : { status: 1 });
+      }
       if (url.pathname === "/__pending") {
         const { token, count } = JSON.parse(body) as { token: string; count: number };
         pendingUpdates.set(token, count);

@@ -32,7 +32,8 @@ export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> 
 }
 
 /** Starts a session for `userId` and sets its cookie on the response. */
-export async function startSession(c: Context<AppEnv>, userId: string): Promise<void> {
+export async function startSession(c: Context<AppEnv>, userId: string, method: "link" | "telegram" | "google" | "dev"): Promise<void> {
+  c.var.telemetry.capture({ event: "login", userId, properties: { method } });
   const token = await createSession(c.var.db, userId, SESSION_TTL_SECONDS, c.req.header("user-agent"));
   setCookie(c, SESSION_COOKIE, token, {
     httpOnly: true,

@@ -33,7 +33,7 @@ export const auth = new Hono<AppEnv>()
   .post("/auth/link/:token", requireSameOrigin, async (c) => {
     const userId = await redeemLoginToken(c.var.db, c.req.param("token"));
     if (!userId) throw new ApiError("bad_request", "This sign-in link has expired or was already used. Send /login to the bot for a new one.");
-    await startSession(c, userId);
+    await startSession(c, userId, "link");
     return c.redirect("/app", 303);
   })
   .get("/auth/telegram", async (c) => {
@@ -48,13 +48,14 @@ export const auth = new Hono<AppEnv>()
       chatId: login.data.id, // a bot's private chat with a person has the person's id
       displayName: [login.data.first_name, login.data.last_name].filter(Boolean).join(" "),
     });
-    await startSession(c, person.id);
+    if (person.created) c.var.telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
+    await startSession(c, person.id, "telegram");
     return c.redirect("/app", 303);
   })
   .post("/auth/dev", requireSameOrigin, async (c) => {
     if (c.var.config.ENVIRONMENT !== "development") throw new ApiError("not_found", "Nothing at /auth/dev.");
     const person = await ensurePersonByEmail(c.var.db, DEV_EMAIL, "Developer");
-    await startSession(c, person.id);
+    await startSession(c, person.id, "dev");
     // The /login button is a form: a browser goes on to the app; API clients get JSON.
     if (c.req.header("accept")?.includes("text/html")) return c.redirect("/app", 303);
     return c.json({ person });

@@ -73,7 +73,8 @@ export const google = new Hono<AppEnv>()
 
     if (flow.data.intent === "signin") {
       const person = await ensureGooglePerson(c.var.db, { sub: claims.sub, email: claims.email ?? null, displayName: claims.name ?? claims.email ?? "" });
-      await startSession(c, person.id);
+      if (person.created) c.var.telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "google" } });
+      await startSession(c, person.id, "google");
       return c.redirect("/app", 303);
     }
 

@@ -43,7 +43,7 @@ export const telegram = new Hono<AppEnv>().post(
     if (!update.message) return c.json({ ok: true, ignored: true });
     const config = c.var.config;
     if (!config.TELEGRAM_BOT_TOKEN) throw new ApiError("config_invalid", "TELEGRAM_BOT_TOKEN is not set.");
-    const bot = createTelegramBot({ ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN }, { env: c.env, db: c.var.db });
+    const bot = createTelegramBot({ ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN }, { env: c.env, db: c.var.db, telemetry: c.var.telemetry });
     // grammY re-checks the secret and dispatches the (already parsed, cached) update.
     return webhookCallback(bot, "hono", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "throw", timeoutMilliseconds: 8000 })(c);
   },

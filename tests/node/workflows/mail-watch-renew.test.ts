@@ -119,7 +119,7 @@ describe("mail-watch-renew", () => {
     expect(renewedLater.gmail_history_id).toBe("7150");
   });
 
-  it("treats exactly the window of RENEW_WITHIN_MS as due", async () => {
+  it("renews a watch due within RENEW_WITHIN_MS (48 h), not one due an hour later", async () => {
     const now = Date.now();
     const [inside, outside] = [await person(), await person()];
     const [subInside, subOutside] = [newSub(), newSub()];

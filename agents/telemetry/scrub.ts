@@ -1,0 +1,37 @@
+// The last check before anything leaves for a telemetry sink: every configured secret value (and
+// anything shaped like a Telegram bot token or a session cookie) is replaced, wherever it sits.
+import type { Config } from "../config";
+
+const SECRET_KEYS = [
+  "SESSION_SECRET",
+  "TOKEN_ENCRYPTION_KEY",
+  "TELEGRAM_BOT_TOKEN",
+  "TELEGRAM_WEBHOOK_SECRET",
+  "MAIL_PUSH_TOKEN",
+  "GOOGLE_CLIENT_SECRET",
+  "INNGEST_EVENT_KEY",
+  "INNGEST_SIGNING_KEY",
+  "LANGFUSE_SECRET_KEY",
+  "SENTRY_DSN",
+  "POSTHOG_API_KEY",
+  "AXIOM_TOKEN",
+  "AI_API_KEY",
+] as const;
+
+const PATTERNS = [
+  /\b\d{6,12}:[A-Za-z0-9_-]{20,}\b/g, // Telegram bot tokens
+  /soma_session=[^;\s"]+/g, // the session cookie
+  /\bya29\.[A-Za-z0-9._-]+/g, // Google access tokens
+  /\b1\/\/[A-Za-z0-9._-]{10,}/g, // Google refresh tokens
+];
+
+const REDACTED = "[redacted]";
+
+/** `value` (what a sink will store) with every secret replaced. */
+export function scrubSecrets<T>(value: T, config: Config): T {
+  const secrets = SECRET_KEYS.map((k) => config[k]).filter((v): v is string => typeof v === "string" && v.length >= 6);
+  let text = JSON.stringify(value);
+  for (const secret of secrets) text = text.split(JSON.stringify(secret).slice(1, -1)).join(REDACTED);
+  for (const pattern of PATTERNS) text = text.replace(pattern, REDACTED);
+  return JSON.parse(text) as T;
+}

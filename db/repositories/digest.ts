@@ -65,21 +65,30 @@ export async function briefContents(tx: Tx, now: Date): Promise<BriefContents> {
   const recent = await tx
     .select({ type: entities.type, name: entities.name })
     .from(entities)
-    .where(and(eq(entities.status, "active"), gte(entities.updatedAt, dayAgo), 
-      // what the person talked about, not every sender of yesterday's mail (counted separately)
-      sql`not exists (select 1 from sources s where s.id = ${entities.sourceId} and s.kind = 'gmail')`,
-    ))
+    .where(
+      and(
+        eq(entities.status, "active"),
+        gte(entities.updatedAt, dayAgo),
+        // what the person talked about, not every sender of yesterday's mail (counted separately)
+        sql`not exists (select 1 from sources s where s.id = ${entities.sourceId} and s.kind = 'gmail')`,
+      ),
+    )
     .orderBy(sql`${entities.updatedAt} desc`)
     .limit(8);
-  const [mail] = await tx
-    .select({ n: sql<number>`count(*)::int` })
-    .from(events)
-    .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, dayAgo)));
   return {
     upcoming: upcoming.map((e) => ({ kind: e.kind, at: e.at, text: String(e.payload.text ?? e.payload.subject ?? e.kind) })),
     recent,
-    mail: mail?.n ?? 0,
+    mail: await mailSince(tx, dayAgo),
   };
+}
+
+/** Emails received since `since`. */
+async function mailSince(tx: Tx, since: Date): Promise<number> {
+  const [mail] = await tx
+    .select({ n: sql<number>`count(*)::int` })
+    .from(events)
+    .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, since)));
+  return mail?.n ?? 0;
 }
 
 export interface WeekContents {
@@ -105,14 +114,10 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
     .where(and(sql`${facts.supersededBy} is null`, gte(facts.createdAt, since)))
     .orderBy(sql`${facts.confidence} desc`)
     .limit(5);
-  const [mail] = await tx
-    .select({ n: sql<number>`count(*)::int` })
-    .from(events)
-    .where(and(eq(events.kind, "email_received"), gte(events.occurredAt, since)));
   return {
     byType: byType.map((r) => ({ type: r.type, names: Array.isArray(r.names) ? r.names : (JSON.parse(r.names) as string[]) })),
     facts: newFacts.map((f) => f.statement),
-    mail: mail?.n ?? 0,
+    mail: await mailSince(tx, since),
   };
 }
 

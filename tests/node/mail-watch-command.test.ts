@@ -3,18 +3,9 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, inject, it } from "vitest";
 import { mailWatch } from "../../ops/mail-watch";
-import { connectGmail, gmailMailbox, gmailRequests, newPerson, standInUrl, testDb, TOKEN_KEY } from "./workflows/harness";
+import { connectGmail, gmailMailbox, gmailRequests, newPerson, testDb, testSettings } from "./workflows/harness";
 
-const environment = {
-  DATABASE_URL: inject("databaseUrl"),
-  ENVIRONMENT: "development",
-  TOKEN_ENCRYPTION_KEY: TOKEN_KEY,
-  GOOGLE_CLIENT_ID: "google-client-id",
-  GOOGLE_CLIENT_SECRET: "google-client-secret",
-  GOOGLE_TOKEN_URL: `${standInUrl}/google/token`,
-  GMAIL_API_URL: standInUrl,
-  GMAIL_PUBSUB_TOPIC: "projects/soma-test/topics/gmail",
-};
+const environment = { ...testSettings, DATABASE_URL: inject("databaseUrl") };
 
 describe("npm run mail:watch", () => {
   it("watches every connected mailbox and stores the expiry and the starting history id", async () => {

@@ -27,7 +27,8 @@ export function testDb(): Database {
   return database;
 }
 
-export const testConfig = loadConfig({
+/** The settings the functions run with (a Worker's bindings, as strings). */
+export const testSettings = {
   ENVIRONMENT: "test",
   AI_PROVIDER: "offline",
   EMBEDDING_PROVIDER: "local",
@@ -42,7 +43,8 @@ export const testConfig = loadConfig({
   LANGFUSE_PUBLIC_KEY: "pk-lf-workflows",
   LANGFUSE_SECRET_KEY: "sk-lf-workflows",
   LANGFUSE_BASE_URL: standInUrl,
-});
+};
+export const testConfig = loadConfig(testSettings);
 
 /** The eight functions around test dependencies; `now` and `model` can be replaced per test. */
 export function testWorkflows(overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null } = {}) {

@@ -92,6 +92,27 @@ describe("npm run smoke against npm start", () => {
   });
 });
 
+describe("the commands as commands (exit codes, output)", () => {
+  const tsx = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync("node_modules/.bin/tsx", args, { encoding: "utf8", env: { PATH: process.env.PATH, ...env } });
+
+  it("telegram:info prints getWebhookInfo without the token; smoke exits 2 without a base URL and 1 when a check fails", () => {
+    const info = tsx(["ops/telegram.ts", "info"], { TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN, TELEGRAM_API_ROOT: standIn });
+    expect(info.status).toBe(0);
+    expect(info.stdout).toContain(`"url": "${app.url}/api/messenger/webhook"`);
+    expect(info.stdout + info.stderr).not.toContain(secrets.TELEGRAM_BOT_TOKEN);
+
+    const usage = tsx(["ops/smoke.ts"]);
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain("usage: npm run smoke -- --base-url");
+
+    const failing = tsx(["ops/smoke.ts", "--base-url", app.url], { TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN, TELEGRAM_API_ROOT: standIn });
+    expect(failing.status).toBe(1);
+    expect(failing.stdout).toMatch(/2 workflows\s+FAIL\s+INNGEST_SIGNING_KEY is not set/);
+    expect(failing.stdout).toMatch(/1 health\s+ok/);
+  });
+});
+
 // ---- deploy, rollback, versions (wrangler stand-in) ----
 
 const stub = `${process.cwd()}/tests/node/fixtures/wrangler-stub.mjs`;

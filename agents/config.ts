@@ -25,6 +25,8 @@ const ConfigSchema = z
     EMBEDDING_PROVIDER: z.enum(["workers-ai", "openai-compatible", "local"]).default("workers-ai"),
     EMBEDDING_MODEL: optional,
     TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),
+    /** Telegram messages a person may send per minute before the agent answers with a notice (load tests raise it). */
+    TELEGRAM_MESSAGES_PER_MINUTE: z.coerce.number().int().positive().default(10),
 
     APP_BASE_URL: z.url().optional(),
     SESSION_SECRET: optional,

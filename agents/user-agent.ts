@@ -49,6 +49,7 @@ const SSE = new TextEncoder();
 
 export const APOLOGY = "Sorry, I couldn't think that through just now. Your message is saved; please try again in a moment.";
 
+/** Per-minute limits per person (Telegram's is configurable: TELEGRAM_MESSAGES_PER_MINUTE). */
 export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
 export type Channel = keyof typeof RATE_LIMITS;
 
@@ -196,7 +197,8 @@ export class UserAgent extends AIChatAgent<Env> {
     const now = Date.now();
     this.sql`delete from soma_rate where at < ${now - 60_000}`;
     const used = this.sql<{ n: number }>`select count(*) as n from soma_rate where channel = ${channel}`[0]?.n ?? 0;
-    if (used >= RATE_LIMITS[channel]) return false;
+    const limit = channel === "telegram" ? loadConfig(this.env).TELEGRAM_MESSAGES_PER_MINUTE : RATE_LIMITS[channel];
+    if (used >= limit) return false;
     this.sql`insert into soma_rate (channel, at) values (${channel}, ${now})`;
     return true;
   }

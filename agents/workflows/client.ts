@@ -38,8 +38,17 @@ export function canSendEvents(config: Config): boolean {
 
 type Sendable = Parameters<InngestClient["send"]>[0];
 
-/** In dev mode a missing dev server is normal (npm start without inngest-cli): say so once, not per turn. */
-let devServerMissingLogged = false;
+/**
+ * After a failed send, further sends to the same Inngest address are skipped for a while instead of
+ * each running the SDK's retries: an unreachable Inngest then costs a turn nothing (measured: with
+ * every send retrying against a missing dev server, webhook acknowledgements went from 40 to 770 ms).
+ */
+const PAUSE_AFTER_FAILURE_MS = 30_000;
+const pausedUntil = new Map<string, number>();
+
+function eventsAddress(config: Config): string {
+  return config.INNGEST_BASE_URL ?? (config.INNGEST_DEV && /^https?:/.test(config.INNGEST_DEV) ? config.INNGEST_DEV : config.INNGEST_DEV ? "dev" : "cloud");
+}
 
 /**
  * Sends events without ever throwing: for callers whose own work must not fail or wait because
@@ -47,15 +56,20 @@ let devServerMissingLogged = false;
  */
 export async function emitEvents(config: Config, events: Sendable, context: Record<string, unknown>): Promise<boolean> {
   if (!canSendEvents(config)) return false;
+  const address = eventsAddress(config);
+  if ((pausedUntil.get(address) ?? 0) > Date.now()) return false;
   try {
     await inngestClient(config).send(events);
     return true;
   } catch (error) {
+    pausedUntil.set(address, Date.now() + PAUSE_AFTER_FAILURE_MS);
+    // In dev mode a missing dev server is normal (npm start without `npx inngest-cli dev`).
     const dev = Boolean(config.INNGEST_DEV) && !config.INNGEST_EVENT_KEY;
-    if (!dev || !devServerMissingLogged) {
-      logJson("warn", { ...context, workflows: dev ? "no Inngest dev server: workflow events are dropped (run npx inngest-cli dev)" : "send failed", error: describeError(error) });
-    }
-    devServerMissingLogged ||= dev;
+    logJson("warn", {
+      ...context,
+      workflows: `${dev ? "no Inngest dev server" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,
+      error: describeError(error),
+    });
     return false;
   }
 }

@@ -14,6 +14,8 @@ interface BotCall {
   method: string;
   payload: Record<string, unknown>;
   at: number;
+  /** performance.now() of this process at arrival (benchmarks running the stand-ins in-process). */
+  hr: number;
 }
 
 interface InjectedFailure {
@@ -136,7 +138,7 @@ export async function startStandIns(): Promise<StandIns> {
     const failure = failures.find((f) => f.method === method && f.times > 0 && (f.chatId === undefined || f.chatId === payload.chat_id));
     if (failure) {
       failure.times--;
-      calls.push({ method: `${method}:failed`, payload, at: Date.now() });
+      calls.push({ method: `${method}:failed`, payload, at: Date.now(), hr: performance.now() });
       return json(res, failure.errorCode, {
         ok: false,
         error_code: failure.errorCode,
@@ -144,7 +146,7 @@ export async function startStandIns(): Promise<StandIns> {
         ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
       });
     }
-    calls.push({ method, payload, at: Date.now() });
+    calls.push({ method, payload, at: Date.now(), hr: performance.now() });
     if (method === "sendMessage") {
       return json(res, 200, {
         ok: true,
@@ -190,7 +192,14 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
   const last = request.messages.at(-1);
   const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
   let reply: { content?: string; toolCall?: { name: string; arguments: string } };
-  if (last?.role === "tool") {
+  const toolResults = request.messages.slice(request.messages.lastIndexOf(lastUser!)).filter((m) => m.role === "tool").length;
+  if (/^bench: /.test(String(lastUser?.content ?? "")) && toolResults < 2) {
+    // The benchmarks' turn: one capture, then one recall, then the answer.
+    const title = String(lastUser?.content).replace(/^bench: /, "");
+    reply = toolResults === 0
+      ? { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: title }) } }
+      : { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book", limit: 5 }) } };
+  } else if (last?.role === "tool") {
     reply = { content: `Done. Tool said: ${String(last.content).slice(0, 300)}` };
   } else {
     const text = String(lastUser?.content ?? "");
@@ -200,6 +209,7 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
     else reply = { content: "Hello from the stand-in model." };
   }
   const id = `chatcmpl-${Date.now()}`;
+  const callId = `call_${toolResults + 1}`;
   const finish = reply.toolCall ? "tool_calls" : "stop";
   const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
   if (!request.stream) {
@@ -212,7 +222,7 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
         index: 0,
         finish_reason: finish,
         message: reply.toolCall
-          ? { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: reply.toolCall }] }
+          ? { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: reply.toolCall }] }
           : { role: "assistant", content: reply.content },
       }],
       usage,
@@ -222,7 +232,7 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
   const chunk = (delta: unknown, finishReason: string | null, extra: object = {}) =>
     res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "stand-in", choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
   if (reply.toolCall) {
-    chunk({ role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: reply.toolCall.name, arguments: "" } }] }, null);
+    chunk({ role: "assistant", tool_calls: [{ index: 0, id: callId, type: "function", function: { name: reply.toolCall.name, arguments: "" } }] }, null);
     chunk({ tool_calls: [{ index: 0, function: { arguments: reply.toolCall.arguments } }] }, null);
   } else {
     for (const word of (reply.content ?? "").split(/(?<= )/)) chunk({ content: word }, null);

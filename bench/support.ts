@@ -1,0 +1,111 @@
+// What the end-to-end benchmarks share: Soma as `npm start` runs it (wrangler dev, the real Worker and
+// Durable Objects, the embedded Postgres in a fresh directory) wired to loopback stand-ins for the
+// Bot API and an instant OpenAI-compatible model (tests/setup/stand-ins.ts, in this process, so reply
+// arrival times are on this process's clock), and the statistics and result files.
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { start, type Running } from "../ops/start";
+import { startStandIns, type StandIns } from "../tests/setup/stand-ins";
+import { freePort } from "../tests/node/helpers";
+
+export interface Bench {
+  app: Running;
+  standIns: StandIns;
+  secret: string;
+  /** Posts one Telegram update; resolves with the status and the time the acknowledgement took. */
+  post(chatId: number, updateId: number, text: string): Promise<{ status: number; ackMs: number; sentAt: number }>;
+  /** sendMessage calls the Bot API stand-in received for `chatId`, with arrival times (performance.now()). */
+  replies(chatId: number): Promise<Array<{ text: string; hr: number }>>;
+  stop(): Promise<void>;
+}
+
+export async function startBench(settings: Record<string, string> = {}): Promise<Bench> {
+  const standIns = await startStandIns();
+  const secret = "bench-webhook-secret";
+  const app = await start(
+    {
+      PATH: process.env.PATH ?? "",
+      PORT: String(await freePort()),
+      SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-bench-`),
+      TELEGRAM_BOT_TOKEN: "777000:bench-token",
+      TELEGRAM_WEBHOOK_SECRET: secret,
+      TELEGRAM_API_ROOT: standIns.url,
+      AI_PROVIDER: "openai-compatible",
+      AI_BASE_URL: `${standIns.url}/v1`,
+      AI_MODEL: "instant",
+      // Workflow events go where production sends them: Inngest (here its stand-in), in cloud mode.
+      INNGEST_EVENT_KEY: "bench-event-key",
+      INNGEST_SIGNING_KEY: `signkey-bench-${"0f".repeat(32)}`,
+      INNGEST_BASE_URL: process.env.BENCH_INNGEST_URL ?? standIns.url,
+      ...settings,
+    },
+    () => {},
+  );
+  return {
+    app,
+    standIns,
+    secret,
+    async post(chatId, updateId, text) {
+      const sentAt = performance.now();
+      const response = await fetch(`${app.url}/api/messenger/webhook`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
+        body: JSON.stringify({
+          update_id: updateId,
+          message: { message_id: updateId % 1_000_000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Bench" }, text },
+        }),
+      });
+      await response.arrayBuffer();
+      return { status: response.status, ackMs: performance.now() - sentAt, sentAt };
+    },
+    async replies(chatId) {
+      const calls = (await (await fetch(`${standIns.url}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{ payload: { text: string }; hr: number }>;
+      return calls.map((c) => ({ text: c.payload.text, hr: c.hr }));
+    },
+    async stop() {
+      await app.stop();
+      await standIns.stop();
+    },
+  };
+}
+
+/** Waits until `chatId` has `count` replies; returns them. */
+export async function waitForReplies(bench: Bench, chatId: number, count: number, timeoutMs = 30_000) {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const replies = await bench.replies(chatId);
+    if (replies.length >= count) return replies;
+    if (performance.now() > deadline) throw new Error(`chat ${chatId}: ${replies.length} of ${count} replies after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+export function round(value: number, digits = 1): number {
+  return Number(value.toFixed(digits));
+}
+
+export function summary(values: number[]) {
+  return { n: values.length, p50: round(percentile(values, 50)), p95: round(percentile(values, 95)), p99: round(percentile(values, 99)), max: round(Math.max(...values)) };
+}
+
+export function machine() {
+  return { cpu: cpus()[0]?.model ?? "unknown", cores: cpus().length, node: process.version, date: new Date().toISOString() };
+}
+
+/** Prints the table and writes bench/results/<name>.md and .json. */
+export function writeResults(name: string, title: string, table: string, data: Record<string, unknown>): void {
+  console.log(table);
+  const meta = machine();
+  writeFileSync(new URL(`./results/${name}.json`, import.meta.url), JSON.stringify({ ...meta, ...data }, null, 2) + "\n");
+  writeFileSync(new URL(`./results/${name}.md`, import.meta.url), `# ${title}\n\n${meta.cpu} · ${meta.cores} cores · Node ${meta.node} · ${meta.date}\n\n${table}\n`);
+}
+
+/** A Markdown table. */
+export function markdownTable(header: string[], rows: Array<Array<string | number>>): string {
+  return [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+}

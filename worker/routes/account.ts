@@ -4,6 +4,7 @@
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
 import { deletePerson } from "../../db/repositories/auth";
+import { forgetSender } from "../telegram/inbox";
 import { agentFor } from "../agent-routing";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, requireSession } from "../auth/session";
@@ -34,5 +35,6 @@ export const account = new Hono<AppEnv>()
     await agent.destroy();
     await endSession(c);
     await deletePerson(c.var.db, userId);
+    forgetSender(userId);
     return c.json({ deleted: true });
   });

@@ -13,12 +13,36 @@ export interface InboxDeps {
   telemetry: Telemetry;
 }
 
+/**
+ * Senders already resolved by this isolate: (Telegram user, chat) → person. A person writing again
+ * within a minute costs the webhook no database round trip at all, which keeps the acknowledgement
+ * independent of Postgres latency. A changed chat id misses the cache and is written as before.
+ */
+const KNOWN_SENDER_TTL_MS = 60_000;
+const KNOWN_SENDERS_MAX = 10_000;
+const knownSenders = new Map<string, { id: string; until: number }>();
+
+/** Forgets a person (account deleted): the next message resolves them again. */
+export function forgetSender(personId: string): void {
+  for (const [key, value] of knownSenders) if (value.id === personId) knownSenders.delete(key);
+}
+
+async function resolveSender(db: Database, account: { telegramUserId: number; chatId: number; displayName: string }) {
+  const key = `${account.telegramUserId}:${account.chatId}`;
+  const known = knownSenders.get(key);
+  if (known && known.until > Date.now()) return { id: known.id, created: false };
+  const person = await ensureTelegramPerson(db, account);
+  if (knownSenders.size >= KNOWN_SENDERS_MAX) knownSenders.delete(knownSenders.keys().next().value!);
+  knownSenders.set(key, { id: person.id, until: Date.now() + KNOWN_SENDER_TTL_MS });
+  return person;
+}
+
 export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
   const composer = new Composer();
   composer.on("message", async (ctx) => {
     const { message, from } = ctx;
     if (!from || from.is_bot) return;
-    const person = await ensureTelegramPerson(db, {
+    const person = await resolveSender(db, {
       telegramUserId: from.id,
       chatId: message.chat.id,
       displayName: [from.first_name, from.last_name].filter(Boolean).join(" "),

@@ -44,6 +44,13 @@ const MODEL_WINDOW = 40;
 const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** If a drain dies with the isolate, this alarm picks the inbox up again. */
 const WATCHDOG_SECONDS = 30;
+/**
+ * Concurrent webhook deliveries of one person's updates reach the agent a few milliseconds apart and
+ * not always in update_id order: a turn starts only once no message has arrived for this long (and
+ * never later than GATHER_MAX_MS), so that a burst is stored whole and answered by update_id.
+ */
+const GATHER_QUIET_MS = 100;
+const GATHER_MAX_MS = 1000;
 
 const SSE = new TextEncoder();
 
@@ -56,11 +63,14 @@ export type Channel = keyof typeof RATE_LIMITS;
 /** Longest message a person may send through any door. */
 export const MAX_MESSAGE_CHARS = 8000;
 
+/** Longest Telegram text (or caption) the inbox stores; the webhook refuses longer ones with 400. */
+export const MAX_TELEGRAM_TEXT_CHARS = 20_000;
+
 export const TelegramInput = z.object({
   updateId: z.number().int().nonnegative(),
   chatId: z.number().int(),
   messageId: z.number().int().nonnegative(),
-  text: z.string().max(20_000),
+  text: z.string().max(MAX_TELEGRAM_TEXT_CHARS),
   /** The sender was created by this message: the reply starts with the welcome. */
   firstContact: z.boolean().default(false),
 });
@@ -99,6 +109,8 @@ export class UserAgent extends AIChatAgent<Env> {
   /** The whole-turn budget; tests shorten it to exercise the timeout path. */
   turnBudgetMs = TURN_BUDGET_MS;
   #draining: Promise<void> | undefined;
+  /** When the last Telegram message was stored (in memory: after a restart nothing is arriving). */
+  #lastArrival = 0;
   /** HTTP clients of `chat()` waiting for the chunks of their turn, by user message id. */
   readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
   #database: Database | undefined;
@@ -136,7 +148,12 @@ export class UserAgent extends AIChatAgent<Env> {
   async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" }> {
     const message = TelegramInput.parse(input);
     const id = `telegram:${message.updateId}`;
-    if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) return { status: "duplicate" };
+    if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) {
+      // Concurrent deliveries of a first message: the one that created the person may arrive after a
+      // copy that found the person already there; the welcome must not be lost to that race.
+      if (message.firstContact) this.sql`update soma_inbox set first_contact = 1 where id = ${id} and state = 'pending'`;
+      return { status: "duplicate" };
+    }
     const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}` };
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
@@ -146,6 +163,7 @@ export class UserAgent extends AIChatAgent<Env> {
     this.sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
              values (${id}, ${message.updateId}, ${kind}, ${message.firstContact ? 1 : 0},
                      ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${kind === "dropped" ? "done" : "pending"}, ${Date.now()})`;
+    this.#lastArrival = Date.now();
     if (kind !== "message") {
       if (kind === "notice") this.#kick();
       return { status: "rate_limited" };
@@ -323,11 +341,17 @@ export class UserAgent extends AIChatAgent<Env> {
 
   async #drain(): Promise<void> {
     for (;;) {
+      await this.#gathered();
       const [item] = this.sql<InboxRow>`select * from soma_inbox where state in ('pending', 'replied') order by sort_key, seq limit 1`;
       if (!item) break;
       let reply = item.reply;
       if (item.state === "pending") {
-        reply = await this.#answer(item);
+        // An input that cannot be answered (a command whose query fails, a database outage) gets the
+        // apology: it must never stay at the head of the inbox and hold every later message back.
+        reply = await this.#answer(item).catch((error: unknown) => {
+          logJson("error", { agent: this.userId, inbox: item.id, answer: describeError(error) });
+          return `${item.first_contact ? `${WELCOME}\n\n` : ""}${APOLOGY}`;
+        });
         this.sql`update soma_inbox set state = 'replied', reply = ${reply} where id = ${item.id}`;
       }
       // At most once: once marked delivering, a crash never resends (a duplicate reply is worse than a
@@ -341,6 +365,16 @@ export class UserAgent extends AIChatAgent<Env> {
       this.sql`update soma_inbox set state = 'done' where id = ${item.id}`;
     }
     this.sql`delete from soma_inbox where state = 'done' and received_at < ${Date.now() - DEDUPE_RETENTION_MS}`;
+  }
+
+  /** Waits until no Telegram message has arrived for GATHER_QUIET_MS (at most GATHER_MAX_MS). */
+  async #gathered(): Promise<void> {
+    const deadline = Date.now() + GATHER_MAX_MS;
+    for (;;) {
+      const wait = Math.min(this.#lastArrival + GATHER_QUIET_MS, deadline) - Date.now();
+      if (wait <= 0) return;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
   }
 
   /** The reply to an inbox item: a notice, a command's answer, or the model's turn (run once, even across restarts). */

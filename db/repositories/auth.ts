@@ -130,7 +130,7 @@ export function ensureTelegramPerson(
     const rows = (await tx.execute(sql`
       with upserted as (
         insert into auth.users (display_name, telegram_user_id, telegram_chat_id)
-        values (${account.displayName}, ${account.telegramUserId}, ${account.chatId})
+        values (${storableName(account.displayName)}, ${account.telegramUserId}, ${account.chatId})
         on conflict (telegram_user_id) do update set telegram_chat_id = excluded.telegram_chat_id
           where auth.users.telegram_chat_id is distinct from excluded.telegram_chat_id
         returning id, display_name, (xmax = 0) as created
@@ -154,12 +154,17 @@ export function ensureGooglePerson(db: Database, account: { sub: string; email: 
   return db.withAuth(async (tx) => {
     const [row] = await tx
       .insert(authUsers)
-      .values({ googleSub: account.sub, displayName: account.displayName })
+      .values({ googleSub: account.sub, displayName: storableName(account.displayName) })
       .onConflictDoUpdate({ target: authUsers.googleSub, set: { googleSub: account.sub } })
       .returning({ id: authUsers.id, displayName: authUsers.displayName, created: sql<boolean>`(xmax = 0)` });
     if (!row) throw new Error("ensureGooglePerson returned no row");
     return row;
   });
+}
+
+/** A display name from another service as Postgres text can hold it (no NUL). */
+function storableName(name: string): string {
+  return name.replaceAll("\u0000", "");
 }
 
 /** Deletes a person and, by cascade, every row of theirs in both schemas. */

@@ -168,6 +168,8 @@ export async function recallEntities(tx: Tx, userId: string, query: RecallQuery)
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
 export function recallSql(userId: string, query: RecallQuery) {
+  // Postgres text cannot hold NUL: a query carrying one would fail the whole statement.
+  query = { ...query, query: query.query.replaceAll("\u0000", "") };
   const normalized = normalizeName(query.query);
   const words = normalized
     .split(/[^\p{L}\p{N}]+/u)

@@ -1,10 +1,11 @@
 // POST /api/chat: one chat turn over HTTP for API clients, streamed as the AI SDK UI message stream.
 // The session check comes first, before the body is even read: without a session the answer is 307 to
-// /login whatever was sent (spec, smoke 4).
+// /login whatever was sent (spec, smoke 4). Then the same-origin check of every state-changing route.
 import { Hono } from "hono";
 import { z } from "zod";
 import { MAX_MESSAGE_CHARS, RATE_LIMITS } from "../../agents/user-agent";
 import { agentFor } from "../agent-routing";
+import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
@@ -24,6 +25,8 @@ export const ChatRequest = z.object({
 export const chat = new Hono<AppEnv>().post(
   "/",
   requireSession("redirect"),
+  // A turn changes state (the conversation, memories): a cross-site page must not start one.
+  requireSameOrigin,
   limitBody(MAX_CHAT_BODY_BYTES),
   async (c) => {
     const { message } = await readJson(c, ChatRequest);

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { limitBody } from "../body-limit";
 import { secretsEqual } from "../auth/secrets";
 import { ApiError } from "../errors";
+import { MAX_TELEGRAM_TEXT_CHARS } from "../../agents/user-agent";
 import { createTelegramBot } from "../telegram/bot";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
@@ -15,15 +16,16 @@ import { readJson } from "../validation";
 const SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token";
 const MAX_UPDATE_BYTES = 256 * 1024;
 
-/** The part of an update this route relies on; grammY reads the rest. */
+/** The part of an update this route and the agent's inbox rely on; grammY reads the rest. */
 const TelegramUpdate = z.looseObject({
   update_id: z.number().int().nonnegative(),
   message: z
     .looseObject({
-      message_id: z.number().int(),
+      message_id: z.number().int().nonnegative(),
       chat: z.looseObject({ id: z.number().int() }),
-      from: z.looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string() }).optional(),
-      text: z.string().optional(),
+      from: z.looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional() }).optional(),
+      text: z.string().max(MAX_TELEGRAM_TEXT_CHARS).optional(),
+      caption: z.string().max(MAX_TELEGRAM_TEXT_CHARS).optional(),
     })
     .optional(),
 });

@@ -3,17 +3,35 @@
 //   PUT   sync: registers the functions with Inngest (run on every deploy)
 //   POST  a function run (signed by Inngest with INNGEST_SIGNING_KEY; the SDK verifies it)
 // The functions are built per request around this request's database connection.
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { serve } from "inngest/hono";
 import { createWorkflows } from "../../agents/workflows";
 import { workflowDepsFromEnv } from "../../agents/workflows/env";
 import { limitBody } from "../body-limit";
+import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
 /** Run requests carry the event and the memoized step outputs. */
 const MAX_RUN_BYTES = 8 * 1024 * 1024;
 
-export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", limitBody(MAX_RUN_BYTES), (c) => {
+/**
+ * The SDK parses the body itself and a malformed one escapes it as a SyntaxError (a 500, which Inngest
+ * would retry); Inngest only ever sends JSON, so anything else is a 400 here. Hono keeps the text, so
+ * the SDK reads the same body again.
+ */
+const requireJsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const body = c.req.method === "GET" ? "" : await c.req.text();
+  if (body) {
+    try {
+      JSON.parse(body);
+    } catch {
+      throw new ApiError("invalid_json", "The body is not valid JSON.");
+    }
+  }
+  await next();
+};
+
+export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", limitBody(MAX_RUN_BYTES), requireJsonBody, (c) => {
   const config = c.var.config;
   const { inngest, list } = createWorkflows(workflowDepsFromEnv(c.env, c.var.db));
   return serve({

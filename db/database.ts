@@ -29,6 +29,8 @@ export interface DatabaseOptions {
   max?: number;
   /** Seconds to wait for a TCP connection before failing. */
   connectTimeoutSeconds?: number;
+  /** Seconds after which an unused connection is closed (a Durable Object keeps its Database for life). */
+  idleTimeoutSeconds?: number;
   /** A socket factory in postgres.js's shape (db/workerd-socket.ts inside workerd). */
   socket?: (options: { host: string[]; port: number[] }) => Promise<unknown>;
 }
@@ -56,6 +58,7 @@ export class Database {
       const client = postgres(this.connectionString, {
         max: this.options.max ?? 5,
         connect_timeout: this.options.connectTimeoutSeconds ?? 5,
+        ...(this.options.idleTimeoutSeconds ? { idle_timeout: this.options.idleTimeoutSeconds } : {}),
         // One round trip fewer per new connection; drizzle parses array columns itself.
         fetch_types: false,
         onnotice: () => {},

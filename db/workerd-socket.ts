@@ -68,5 +68,7 @@ export async function openWorkerdSocket(options: PostgresSocketOptions): Promise
 
 /** A Database for code running in workerd (the Worker and its Durable Objects). */
 export function workerdDatabase(connectionString: string): Database {
-  return new Database(connectionString, { socket: openWorkerdSocket });
+  // Idle connections close after 10 s: every agent keeps its Database, and a thousand quiet agents
+  // must not hold a thousand connections open (Hyperdrive pools behind them; locally they are real).
+  return new Database(connectionString, { socket: openWorkerdSocket, idleTimeoutSeconds: 10 });
 }

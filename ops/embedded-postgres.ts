@@ -25,8 +25,9 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
     extensions: { vector, pg_trgm, uuid_ossp },
   });
   // PGlite is one session; the socket server multiplexes clients onto it, keeping each transaction on
-  // the connection that opened it. The default of one connection breaks any pooled client.
-  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: options.port ?? 0, maxConnections: 50 });
+  // the connection that opened it. The default of one connection breaks any pooled client, and every
+  // running agent may hold one (closed after 10 s idle): 50 was exhausted by 60 agents in a benchmark.
+  const server = new PGLiteSocketServer({ db, host: "127.0.0.1", port: options.port ?? 0, maxConnections: 500 });
   await server.start();
   const address = server.getServerConn();
   const port = Number(address.split(":").pop());

@@ -56,7 +56,7 @@ function record(endpoint: string, status: number) {
   statuses.set(endpoint, seen);
 }
 
-/** Runs `cases` (8 at a time) and checks the invariants every response must hold. */
+/** Runs `cases` (8 at a time) and checks the invariants every response must hold; stops at the first failure. */
 async function run(
   endpoint: string,
   cases: Case[],
@@ -67,19 +67,24 @@ async function run(
   const worker = async () => {
     for (let c = queue.shift(); c; c = queue.shift()) {
       const label = `${endpoint} — ${c.label}`;
-      const response = await fetchWorker(c.path, c.init, { database: options.database ?? true });
-      record(endpoint, response.status);
-      expect(response.status, label).toBeLessThan(500);
-      if (response.status >= 400 && (options.jsonErrors?.(response, c) ?? true)) await expectErrorShape(response.clone(), label);
-      await options.each?.(c, response);
-      if (!response.bodyUsed) await response.body?.cancel();
+      try {
+        const response = await fetchWorker(c.path, c.init, { database: options.database ?? true });
+        record(endpoint, response.status);
+        expect(response.status, label).toBeLessThan(500);
+        if (response.status >= 400 && (options.jsonErrors?.(response, c) ?? true)) await expectErrorShape(response.clone(), label);
+        await options.each?.(c, response);
+        if (!response.bodyUsed) await response.body?.cancel();
+      } catch (error) {
+        queue.length = 0; // the other workers stop too: nothing runs on into the next test
+        throw error;
+      }
     }
   };
   await Promise.all(Array.from({ length: 8 }, worker));
 }
 
 const JSON_TYPE = { "content-type": "application/json" };
-const WRONG_CONTENT_TYPES = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz", "application/xml", "application/jsonx", "json", ""];
+const WRONG_CONTENT_TYPES = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz", "application/xml", "application/jsonx", "json", "", "text/json\u00e9"];
 
 /**
  * The body families every JSON endpoint gets: `valid` is a body the route accepts (used truncated,
@@ -122,7 +127,7 @@ function bodyCases(fuzz: Fuzz, path: string, headers: Record<string, string>, va
   cases.push(post("emoji keys", JSON.stringify({ "🧠": 1, "\u202e": "\u0000" })));
   for (const edge of fuzz.some(UNICODE_EDGES, 3)) cases.push(post(`unicode body ${JSON.stringify(edge)}`, edge));
   // Content types and empty bodies.
-  for (const type of WRONG_CONTENT_TYPES) cases.push(post(`valid body as ${JSON.stringify(type)}`, text, type ? { "content-type": type } : {}));
+  for (const type of WRONG_CONTENT_TYPES) cases.push(post(`valid body as ${JSON.stringify(type)}`, text, { "content-type": type }));
   cases.push(post("the valid body with no content-type header", text, {}));
   cases.push(post("empty body", ""));
   cases.push(post("no body at all", undefined));

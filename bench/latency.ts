@@ -59,8 +59,12 @@ async function main() {
       cold.push(reply!.hr - sentAt);
     }
 
+    // The agent deliberately waits for a 100 ms quiet period before a turn (GATHER_QUIET_MS in
+    // agents/user-agent.ts) so that concurrent deliveries are answered in update_id order; shown apart.
+    const GATHER_MS = 100;
     const rows = [
       ["added latency, warm agent", warm, 150],
+      ["  of which work (minus the 100 ms ordering window)", warm.map((v) => v - GATHER_MS), 150],
       ["added latency, cold agent (first contact)", cold, 300],
       ["webhook acknowledgement", ack, 50],
     ] as const;

@@ -103,3 +103,19 @@ export async function eventually<T>(read: () => Promise<T>, done: (value: T) => 
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** An OIDC token for the mail push, signed by the Google JWKS stand-in (claims override the valid ones). */
+export async function pushToken(claims: Record<string, unknown> = {}): Promise<string> {
+  const response = await fetch(`${env.STAND_IN_URL}/__jwt`, {
+    method: "POST",
+    body: JSON.stringify({
+      iss: "https://accounts.google.com",
+      aud: env.PUBSUB_PUSH_AUDIENCE,
+      email: env.PUBSUB_PUSH_SERVICE_ACCOUNT,
+      email_verified: true,
+      sub: "112233",
+      ...claims,
+    }),
+  });
+  return ((await response.json()) as { token: string }).token;
+}

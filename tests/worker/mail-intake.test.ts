@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { saveConnection } from "../../db/repositories/connections";
-import { call, callWithEnv, newPerson, testDatabase } from "./helpers";
+import { call, callWithEnv, newPerson, pushToken, testDatabase } from "./helpers";
 
 interface SentEvent {
   id: string;
@@ -22,20 +22,6 @@ async function connectMailbox(): Promise<{ userId: string; email: string }> {
   return { userId: person.id, email };
 }
 
-async function pushToken(claims: Record<string, unknown> = {}): Promise<string> {
-  const response = await fetch(`${env.STAND_IN_URL}/__jwt`, {
-    method: "POST",
-    body: JSON.stringify({
-      iss: "https://accounts.google.com",
-      aud: env.PUBSUB_PUSH_AUDIENCE,
-      email: env.PUBSUB_PUSH_SERVICE_ACCOUNT,
-      email_verified: true,
-      sub: "112233",
-      ...claims,
-    }),
-  });
-  return ((await response.json()) as { token: string }).token;
-}
 
 function envelope(data: unknown, messageId = `${Date.now()}${Math.floor(Math.random() * 1e6)}`) {
   const encoded = typeof data === "string" ? data : btoa(JSON.stringify(data));

@@ -7,7 +7,8 @@ import postgres from "postgres";
 import { expect } from "vitest";
 import { saveConnection } from "../../../db/repositories/connections";
 import worker from "../../../worker/index";
-import { newPerson, testDatabase } from "../helpers";
+import { newPerson, pushToken, testDatabase } from "../helpers";
+export { pushToken };
 
 // ---------------------------------------------------------------------------------------------------
 // Deterministic randomness
@@ -247,20 +248,6 @@ export async function allBotCalls(): Promise<Array<{ method: string; payload: { 
 // ---------------------------------------------------------------------------------------------------
 // Mail push
 
-export async function pushToken(claims: Record<string, unknown> = {}): Promise<string> {
-  const response = await fetch(`${env.STAND_IN_URL}/__jwt`, {
-    method: "POST",
-    body: JSON.stringify({
-      iss: "https://accounts.google.com",
-      aud: env.PUBSUB_PUSH_AUDIENCE,
-      email: env.PUBSUB_PUSH_SERVICE_ACCOUNT,
-      email_verified: true,
-      sub: "112233",
-      ...claims,
-    }),
-  });
-  return ((await response.json()) as { token: string }).token;
-}
 
 /** A person with a connected Gmail mailbox (the mail push's only owner lookup). */
 export async function connectMailbox(label = "mail"): Promise<{ userId: string; email: string }> {

@@ -4,6 +4,7 @@
 import { and, eq, gte, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { entities, events, facts, users } from "../schema";
+import { claimSource } from "./memory";
 
 /** Where and how to reach the person (their own users row, visible to them under RLS). */
 export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezone: string; displayName: string } | null> {
@@ -20,10 +21,7 @@ export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezo
  * what was sent — the provenance of a message Soma wrote on its own.
  */
 export async function claimDelivery(tx: Tx, userId: string, kind: "brief" | "weekly-review", key: string, text: string): Promise<boolean> {
-  const rows = (await tx.execute(sql`
-    insert into sources (user_id, kind, external_id, payload) values (${userId}, ${kind}, ${key}, ${JSON.stringify({ text })}::jsonb)
-    on conflict (user_id, kind, external_id) do nothing returning id`)) as unknown as unknown[];
-  return rows.length > 0;
+  return (await claimSource(tx, userId, { kind, externalId: key, payload: { text } })) !== null;
 }
 
 export interface DueReminder {

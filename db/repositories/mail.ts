@@ -1,9 +1,8 @@
 // Mail ingestion: one Gmail message → a `sources` row (unique per message id, so a duplicate push or a
 // replayed history page does nothing), a `person` entity for the sender and an `email_received` event.
-import { sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { events } from "../schema";
-import { captureEntity } from "./memory";
+import { captureEntity, claimSource } from "./memory";
 
 export interface EmailMetadata {
   messageId: string;
@@ -21,13 +20,11 @@ export async function recordEmail(
   email: EmailMetadata,
   senderEmbedding: number[] | null,
 ): Promise<{ created: boolean; personId?: string; eventId?: string }> {
-  const claimed = (await tx.execute(sql`
-    insert into sources (user_id, kind, external_id, payload)
-    values (${userId}, 'gmail', ${email.messageId},
-            ${JSON.stringify({ from: email.from, subject: email.subject, threadId: email.threadId, text: `Email from ${senderLabel(email.from)}: ${email.subject}` })}::jsonb)
-    on conflict (user_id, kind, external_id) do nothing
-    returning id`)) as unknown as Array<{ id: string }>;
-  const sourceId = claimed[0]?.id;
+  const sourceId = await claimSource(tx, userId, {
+    kind: "gmail",
+    externalId: email.messageId,
+    payload: { from: email.from, subject: email.subject, threadId: email.threadId, text: `Email from ${senderLabel(email.from)}: ${email.subject}` },
+  });
   if (!sourceId) return { created: false };
 
   const person = await captureEntity(tx, userId, {

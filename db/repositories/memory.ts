@@ -67,6 +67,19 @@ export async function recordSource(tx: Tx, userId: string, ref: SourceRef): Prom
 }
 
 /**
+ * Records a source only if it is new: its id for the first caller, null when (kind, external id) was
+ * already recorded. The unique row is the claim that makes ingestion and deliveries happen once.
+ */
+export async function claimSource(tx: Tx, userId: string, ref: SourceRef): Promise<string | null> {
+  const [row] = await tx
+    .insert(sources)
+    .values({ userId, kind: ref.kind, externalId: ref.externalId, payload: ref.payload ?? {} })
+    .onConflictDoNothing({ target: [sources.userId, sources.kind, sources.externalId] })
+    .returning({ id: sources.id });
+  return row?.id ?? null;
+}
+
+/**
  * Upserts an entity on (user, type, normalized name): never a duplicate. A repeat merges properties,
  * revives an archived entity and keeps the first name and source.
  */

@@ -12,6 +12,7 @@ import { createPerson } from "../db/repositories/auth";
 import { normalizeName, recallEntities } from "../db/repositories/memory";
 import { setupDatabase } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
+import { percentile, round } from "./support";
 
 const SCALES = (process.env.BENCH_SCALES ?? "1000,10000,100000").split(",").map(Number);
 const OTHER_PEOPLE = 9;
@@ -59,10 +60,6 @@ function queries(size: number): Array<{ kind: Kind; query: string; type?: string
   return out;
 }
 
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function main() {
   const pg = await startEmbeddedPostgres();
@@ -101,7 +98,7 @@ async function main() {
       }
     }
     for (const [kind, { ms, hits }] of timings) {
-      results.push({ scale, kind, n: ms.length, p50: round(percentile(ms, 50)), p95: round(percentile(ms, 95)), hitRate: round(hits / ms.length) });
+      results.push({ scale, kind, n: ms.length, p50: round(percentile(ms, 50), 2), p95: round(percentile(ms, 95), 2), hitRate: round(hits / ms.length, 2) });
     }
   }
 
@@ -126,9 +123,6 @@ async function main() {
   await pg.stop();
 }
 
-function round(n: number): number {
-  return Math.round(n * 100) / 100;
-}
 
 main().catch((error) => {
   console.error(error);

@@ -8,11 +8,14 @@ export const root = fileURLToPath(new URL("..", import.meta.url));
 
 export type Settings = Record<string, string>;
 
-/** .env, then `envFile`, then the environment (later wins); empty values count as unset. */
-export function loadSettings(environment: NodeJS.ProcessEnv, envFile?: string): Settings {
+/**
+ * .env, then `envFile`, then the environment (later wins); empty values count as unset. Without
+ * `projectEnv` the project's .env is left out (checks of a production set).
+ */
+export function loadSettings(environment: NodeJS.ProcessEnv, envFile?: string, { projectEnv = true } = {}): Settings {
   const settings: Settings = {};
-  const sources = [readEnvFile(`${root}.env`), envFile ? readEnvFile(envFile) : {}, environment];
-  for (const source of sources) for (const [key, value] of Object.entries(source)) if (value) settings[key] = value;
+  const sources = [projectEnv ? readEnvFile(`${root}.env`) : {}, envFile ? readEnvFile(envFile) : {}, environment];
+  for (const source of sources) for (const [key, value] of Object.entries(source)) if (value?.trim()) settings[key] = value;
   return settings;
 }
 

@@ -6,8 +6,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { CONFIG_KEYS } from "../agents/config";
-import { readEnvFile } from "./dotenv";
-import { root, runMain, UsageError, type Settings } from "./cli";
+import { loadSettings, root, runMain, UsageError, type Settings } from "./cli";
 import { wranglerOk } from "./wrangler";
 
 /** The secret names, in .env.example's order (its uncommented KEY= lines). */
@@ -20,11 +19,7 @@ export function secretNames(): string[] {
 
 /** The environment and the env file only (not the project's .env: this checks a production set). */
 function secretSettings(environment: NodeJS.ProcessEnv, envFile: string | undefined): Settings {
-  const settings: Settings = {};
-  for (const source of [envFile ? readEnvFile(envFile) : {}, environment]) {
-    for (const [key, value] of Object.entries(source)) if (value?.trim()) settings[key] = value;
-  }
-  return settings;
+  return loadSettings(environment, envFile, { projectEnv: false });
 }
 
 export function checkSecrets(environment: NodeJS.ProcessEnv, envFile?: string, log = console.log): { filled: number; total: number; missing: string[] } {

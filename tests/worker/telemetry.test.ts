@@ -136,7 +136,8 @@ describe("Sentry (errors)", () => {
     expect(event.request.cookies).toBeUndefined();
     expect(event.request.query_string).toBeUndefined();
     expect(Object.keys(event.request.headers).sort()).toEqual(["user-agent"]);
-    if (env.CF_VERSION_METADATA?.id) expect(event.release).toBe(env.CF_VERSION_METADATA.id);
+    expect(env.CF_VERSION_METADATA.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(event.release).toBe(env.CF_VERSION_METADATA.id);
     expect(envelope!.body).not.toContain(cookie.split("=")[1]);
   });
 

@@ -62,6 +62,10 @@ describe("conversation/turn.completed", () => {
     );
     expect(sent).toBe(false);
     expect(Date.now() - started).toBeLessThan(5_000);
+    // After a failure the address is paused: the next event is dropped at once, without a retry.
+    const again = Date.now();
+    expect(await emitEvents(config, turnCompleted.create({ userId: person.id, surface: "web", source: { kind: "web", externalId: "y" }, text: "hi" }), {})).toBe(false);
+    expect(Date.now() - again).toBeLessThan(50);
   });
 });
 

@@ -3,7 +3,7 @@
 //   PUT   sync: registers the functions with Inngest (run on every deploy)
 //   POST  a function run (signed by Inngest with INNGEST_SIGNING_KEY; the SDK verifies it)
 // The functions are built per request around this request's database connection.
-import { Hono, type MiddlewareHandler } from "hono";
+import { Hono } from "hono";
 import { serve } from "inngest/hono";
 import { createWorkflows } from "../../agents/workflows";
 import { workflowDepsFromEnv } from "../../agents/workflows/env";
@@ -14,31 +14,22 @@ import type { AppEnv } from "../types";
 /** Run requests carry the event and the memoized step outputs. */
 const MAX_RUN_BYTES = 8 * 1024 * 1024;
 
-/**
- * The SDK parses the body itself and a malformed one escapes it as a SyntaxError (a 500, which Inngest
- * would retry); Inngest only ever sends JSON, so anything else is a 400 here. Hono keeps the text, so
- * the SDK reads the same body again.
- */
-const requireJsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
-  const body = c.req.method === "GET" ? "" : await c.req.text();
-  if (body) {
-    try {
-      JSON.parse(body);
-    } catch {
-      throw new ApiError("invalid_json", "The body is not valid JSON.");
-    }
-  }
-  await next();
-};
-
-export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", limitBody(MAX_RUN_BYTES), requireJsonBody, (c) => {
+export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", limitBody(MAX_RUN_BYTES), async (c) => {
   const config = c.var.config;
   const { inngest, list } = createWorkflows(workflowDepsFromEnv(c.env, c.var.db));
-  return serve({
+  const handler = serve({
     client: inngest,
     functions: list,
     servePath: "/api/workflows",
     ...(config.INNGEST_SIGNING_KEY ? { signingKey: config.INNGEST_SIGNING_KEY } : {}),
     ...(config.APP_BASE_URL ? { serveOrigin: config.APP_BASE_URL } : {}),
-  })(c);
+  });
+  try {
+    return await handler(c);
+  } catch (error) {
+    // The SDK parses the body itself and lets a malformed one escape as a SyntaxError; Inngest only
+    // ever sends JSON, so that is the caller's fault (400), not ours (a 500 Inngest would retry).
+    if (error instanceof SyntaxError) throw new ApiError("invalid_json", "The body is not valid JSON.");
+    throw error;
+  }
 });

@@ -5,6 +5,7 @@ import worker from "../../worker/index";
 import type { Database } from "../../db/database";
 import { workerdDatabase } from "../../db/workerd-socket";
 import { createPerson, createSession, type Person } from "../../db/repositories/auth";
+import { saveConnection } from "../../db/repositories/connections";
 
 let database: Database | undefined;
 
@@ -118,4 +119,24 @@ export async function pushToken(claims: Record<string, unknown> = {}): Promise<s
     }),
   });
   return ((await response.json()) as { token: string }).token;
+}
+
+/** A person with a connected Gmail mailbox (the mail push's only owner lookup). */
+export async function connectMailbox(label = "mail"): Promise<{ userId: string; email: string }> {
+  const person = await newPerson(label);
+  const email = `box-${crypto.randomUUID().slice(0, 8)}@gmail.example`;
+  await testDatabase().withUser(person.id, (tx) =>
+    saveConnection(tx, person.id, { provider: "google", accountEmail: email, scope: "gmail.readonly", accessTokenEnc: "v1.x.y", refreshTokenEnc: null, accessTokenExpiresAt: null }),
+  );
+  return { userId: person.id, email };
+}
+
+/** Base64 of `text` as UTF-8 (btoa alone refuses anything past Latin-1). */
+export function base64(text: string): string {
+  return btoa(String.fromCharCode(...new TextEncoder().encode(text)));
+}
+
+export function envelope(data: unknown, messageId = `${Date.now()}${Math.floor(Math.random() * 1e9)}`) {
+  const encoded = typeof data === "string" ? data : base64(JSON.stringify(data));
+  return { message: { data: encoded, messageId, publishTime: new Date().toISOString() }, subscription: "projects/soma-test/subscriptions/gmail-push" };
 }

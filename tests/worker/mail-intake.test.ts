@@ -3,8 +3,7 @@
 // Inngest stand-in; nothing but a valid notification for a connected mailbox is ever sent.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { saveConnection } from "../../db/repositories/connections";
-import { call, callWithEnv, newPerson, pushToken, testDatabase } from "./helpers";
+import { call, callWithEnv, connectMailbox, envelope, pushToken } from "./helpers";
 
 interface SentEvent {
   id: string;
@@ -13,20 +12,6 @@ interface SentEvent {
   deliveries: number;
 }
 
-async function connectMailbox(): Promise<{ userId: string; email: string }> {
-  const person = await newPerson("mail");
-  const email = `box-${crypto.randomUUID().slice(0, 8)}@gmail.example`;
-  await testDatabase().withUser(person.id, (tx) =>
-    saveConnection(tx, person.id, { provider: "google", accountEmail: email, scope: "gmail.readonly", accessTokenEnc: "v1.x.y", refreshTokenEnc: null, accessTokenExpiresAt: null }),
-  );
-  return { userId: person.id, email };
-}
-
-
-function envelope(data: unknown, messageId = `${Date.now()}${Math.floor(Math.random() * 1e6)}`) {
-  const encoded = typeof data === "string" ? data : btoa(JSON.stringify(data));
-  return { message: { data: encoded, messageId, publishTime: new Date().toISOString() }, subscription: "projects/soma-test/subscriptions/gmail-push" };
-}
 
 async function push(body: unknown, options: { token?: string | null; bearer?: string | null; contentType?: string } = {}): Promise<Response> {
   const token = options.token === undefined ? env.MAIL_PUSH_TOKEN : options.token;

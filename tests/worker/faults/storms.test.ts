@@ -144,14 +144,22 @@ describe("concurrent messages from one person", () => {
     account("ten in random order", names, replies, noted);
   });
 
-  it("twenty updates fired concurrently in random order: ten answered in update_id order, one notice, the rest dropped, none twice", async () => {
+  it("twenty updates stored concurrently in random order: ten answered in update_id order, one notice, the rest dropped, none twice", async () => {
     // The limit is 10 Telegram messages a minute: which ten get through depends on arrival order,
     // the rest are recorded (a redelivery stays a duplicate) and answered by one notice at most.
-    const { chatId, person } = await knownPerson();
+    // Stored straight into the agent (what the webhook does after resolving the sender): through the
+    // whole webhook, twenty concurrent requests on a loaded 2-core CI machine can arrive further apart
+    // than the agent's 100 ms gathering window, which is the limit of the ordering guarantee (the
+    // webhook path is covered by the ten-update test above).
+    const { chatId, person, agent } = await knownPerson();
     const names = Array.from({ length: 20 }, (_, k) => `Twenty-${String(k).padStart(2, "0")}`);
     const updates = names.map((name) => textUpdate(chatId, `I read ${name}`));
     const shuffled = new Fuzz(0x5707 + updates.length).shuffle(updates);
-    expect((await Promise.all(shuffled.map((u) => postUpdate(u)))).every((r) => r.status === 200)).toBe(true);
+    const stub = await agent();
+    const stored = await Promise.all(
+      shuffled.map((u) => stub.enqueueTelegramMessage({ updateId: u.update_id, chatId, messageId: u.message.message_id, text: u.message.text })),
+    );
+    expect(stored.every((r) => r.status === "queued" || r.status === "rate_limited")).toBe(true);
     const replies = await settledReplies(chatId, 11);
 
     const rows = await inbox(person.id);

@@ -2,6 +2,7 @@
 // malformed value is named at the edge instead of surfacing as an `undefined` deep inside a handler.
 // It lives in agents/ because both layers read it and imports point one way: worker/ → agents/ → db/.
 import { z } from "zod";
+import { DEFAULT_RETRY_WINDOW_SECONDS } from "./inbox-policy";
 
 const optional = z.string().trim().min(1).optional();
 
@@ -27,6 +28,10 @@ const ConfigSchema = z
     TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),
     /** Telegram messages a person may send per minute before the agent answers with a notice (load tests raise it). */
     TELEGRAM_MESSAGES_PER_MINUTE: z.coerce.number().int().positive().default(10),
+    /** Deadline of one Bot API call (grammY's own default is minutes). */
+    TELEGRAM_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+    /** How long the inbox waits out an outage (Postgres, the model, the Bot API) before apologising. */
+    INBOX_RETRY_WINDOW_SECONDS: z.coerce.number().int().positive().default(DEFAULT_RETRY_WINDOW_SECONDS),
 
     APP_BASE_URL: z.url().optional(),
     SESSION_SECRET: optional,

@@ -5,7 +5,9 @@
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
-// GET /__requests lists chat-completion requests.
+// GET /__requests lists chat-completion requests, POST /__hang {target} holds every request to a
+// target ("chat" for chat completions, "embeddings", or a Bot API method) without an answer until
+// POST /__release {target} (then they are answered as usual).
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { json, readBody } from "./http";
 import { workflowStandIns } from "./workflow-stand-ins";
@@ -45,10 +47,26 @@ export async function startStandIns(): Promise<StandIns> {
   /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
   const telemetry: Array<{ sink: "posthog" | "axiom" | "sentry"; path: string; authorization: string | null; query: string; body: string }> = [];
 
+  /** Targets whose requests are held unanswered, each with the releases of the requests waiting on it. */
+  const hung = new Map<string, Array<() => void>>();
+  const holdIfHung = (target: string) => {
+    const waiting = hung.get(target);
+    return waiting ? new Promise<void>((resolve) => waiting.push(resolve)) : undefined;
+  };
+
   const server: Server = createServer(async (req, res) => {
     try {
       const url = new URL(req.url ?? "/", "http://stand-in");
       const body = req.method === "POST" ? await readBody(req) : "";
+      if (url.pathname === "/__hang" || url.pathname === "/__release") {
+        const { target } = JSON.parse(body) as { target: string };
+        if (url.pathname === "/__hang") hung.set(target, hung.get(target) ?? []);
+        else {
+          for (const release of hung.get(target) ?? []) release();
+          hung.delete(target);
+        }
+        return json(res, 200, { ok: true });
+      }
       if (url.pathname === "/__calls") {
         const chatId = url.searchParams.get("chat_id");
         const method = url.searchParams.get("method");
@@ -118,13 +136,18 @@ export async function startStandIns(): Promise<StandIns> {
       if (await workflows(url, req, body, res)) return;
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
-      if (bot) return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
+      if (bot) {
+        await holdIfHung(bot[2]!);
+        return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
+      }
       if (url.pathname === "/v1/chat/completions") {
+        await holdIfHung("chat");
         const request = JSON.parse(body) as ChatRequest;
         completionRequests.push(request);
         return chatCompletion(request, res);
       }
       if (url.pathname === "/v1/embeddings") {
+        await holdIfHung("embeddings");
         const { input } = JSON.parse(body) as { input: string[] };
         return json(res, 200, { data: input.map((text, index) => ({ index, embedding: pseudoEmbedding(text) })) });
       }

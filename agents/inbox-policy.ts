@@ -1,0 +1,23 @@
+// What the inbox tells a person, and how long it waits out an outage. Plain values with no runtime
+// imports, so Node-side tests and operator tools read the same texts the agent sends.
+
+/** Sent at most once per message, when a reply is held up by an outage for NOTICE_AFTER_MS. */
+export const OUTAGE_NOTICE = "I'm having trouble reaching my memory, I'll answer as soon as I can.";
+
+/** Sent when a message could not be answered within the retry window (or cannot be answered at all). */
+export const APOLOGY =
+  "Sorry, I couldn't answer that one. I kept your message (you can see it in the web app's chat); please send it again when you like.";
+
+/** How long a reply may be held up before the person hears about it. */
+export const NOTICE_AFTER_MS = 10_000;
+
+/** Default for INBOX_RETRY_WINDOW_SECONDS: how long an outage is waited out before the apology. */
+export const DEFAULT_RETRY_WINDOW_SECONDS = 30 * 60;
+
+/** Attempts a message whose failure is not an outage (a bug, a poison input) gets before it is dead-lettered. */
+export const MAX_PERMANENT_ATTEMPTS = 3;
+
+/** Backoff between attempts while a dependency is unreachable: 1 s, 2 s, 4 s, … capped. */
+export function retryDelayMs(attempt: number): number {
+  return Math.min(1000 * 2 ** Math.max(0, attempt - 1), 10_000);
+}

@@ -7,7 +7,8 @@
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
 // GET /__requests lists chat-completion requests, POST /__hang {target} holds every request to a
 // target ("chat" for chat completions, "embeddings", or a Bot API method) without an answer until
-// POST /__release {target} (then they are answered as usual).
+// POST /__release {target}: then each is answered as usual, unless its client gave up meanwhile (a
+// call that timed out never happened, and is not recorded).
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { json, readBody } from "./http";
 import { workflowStandIns } from "./workflow-stand-ins";
@@ -49,9 +50,12 @@ export async function startStandIns(): Promise<StandIns> {
 
   /** Targets whose requests are held unanswered, each with the releases of the requests waiting on it. */
   const hung = new Map<string, Array<() => void>>();
-  const holdIfHung = (target: string) => {
+  /** Resolves at once, or on release for a hung target; false when the client gave up meanwhile (the call never happened). */
+  const holdIfHung = async (target: string, res: ServerResponse): Promise<boolean> => {
     const waiting = hung.get(target);
-    return waiting ? new Promise<void>((resolve) => waiting.push(resolve)) : undefined;
+    if (!waiting) return true;
+    await new Promise<void>((resolve) => waiting.push(resolve));
+    return !(res.socket?.destroyed ?? true);
   };
 
   const server: Server = createServer(async (req, res) => {
@@ -137,17 +141,17 @@ export async function startStandIns(): Promise<StandIns> {
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       if (bot) {
-        await holdIfHung(bot[2]!);
+        if (!(await holdIfHung(bot[2]!, res))) return;
         return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
       }
       if (url.pathname === "/v1/chat/completions") {
-        await holdIfHung("chat");
+        if (!(await holdIfHung("chat", res))) return;
         const request = JSON.parse(body) as ChatRequest;
         completionRequests.push(request);
         return chatCompletion(request, res);
       }
       if (url.pathname === "/v1/embeddings") {
-        await holdIfHung("embeddings");
+        if (!(await holdIfHung("embeddings", res))) return;
         const { input } = JSON.parse(body) as { input: string[] };
         return json(res, 200, { data: input.map((text, index) => ({ index, embedding: pseudoEmbedding(text) })) });
       }

@@ -14,6 +14,7 @@ import {
   updateEntityProperties,
   type SourceRef,
 } from "../db/repositories/memory";
+import { idempotencyKey } from "./idempotency";
 import type { Embedder } from "./model/embeddings";
 
 export interface ToolContext {
@@ -111,9 +112,11 @@ export function memoryTools(context: ToolContext): ToolSet {
         type: z.string().trim().toLowerCase().regex(/^[a-z][a-z_]{0,39}$/).describe("relation in snake_case, e.g. written_by, lives_in"),
       }),
       execute: async (input) => {
+        // A re-run of this turn (same message, same arguments) gets the edge it already made.
+        const key = await idempotencyKey(context.source, "memory_relate", input);
         const edgeId = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
-          return relateEntities(tx, userId, { ...input, sourceId });
+          return relateEntities(tx, userId, { ...input, sourceId, idempotencyKey: key });
         });
         if (!edgeId) return { error: "unknown entity" };
         context.onActivity?.({ kind: "related", edgeId });
@@ -130,9 +133,13 @@ export function memoryTools(context: ToolContext): ToolSet {
       execute: async ({ text, at }) => {
         const when = new Date(at);
         if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
+        // A re-run of this turn (same message, same reminder) gets the same event id back, so the
+        // delivery below (Inngest event `reminder-${eventId}`, deduplicated by id) is the same one too.
+        // The time is keyed as the instant it names: "…T09:00:00+02:00" and "…T07:00:00Z" are one reminder.
+        const key = await idempotencyKey(context.source, "schedule_create", { text, at: when.toISOString() });
         const eventId = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
-          return createReminder(tx, userId, { text, at: when, sourceId });
+          return createReminder(tx, userId, { text, at: when, sourceId, idempotencyKey: key });
         });
         context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
         const delivery = (await context.scheduleReminder?.({ eventId, at: when.toISOString() })) ?? false;

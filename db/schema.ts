@@ -161,7 +161,16 @@ export const entities = pgTable(
   ],
 );
 
-/** Typed relations between entities. Closed by setting valid_to, never deleted. */
+/**
+ * Typed relations between entities. Closed by setting valid_to, never deleted.
+ *
+ * `idempotency_key` (agents/idempotency.ts: source message + tool + arguments) makes a turn that is
+ * re-run after a crash return the edge it already wrote instead of a second one. Deliberately not a
+ * unique (user_id, from_id, to_id, type): consolidation (db/repositories/consolidate.ts) repoints a
+ * merged entity's edges onto the survivor, which can legitimately meet an identical relation there and
+ * would then fail the whole nightly merge; and a relation closed by valid_to may be opened again later.
+ * Null for edges written outside a turn; the unique index is per person (nulls never collide).
+ */
 export const edges = pgTable(
   "edges",
   {
@@ -178,15 +187,21 @@ export const edges = pgTable(
     validFrom: timestamp("valid_from", { withTimezone: true }).notNull().defaultNow(),
     validTo: timestamp("valid_to", { withTimezone: true }),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    idempotencyKey: text("idempotency_key"),
     createdAt: createdAt(),
   },
   (t) => [
     index("edges_user_from_idx").on(t.userId, t.fromId),
     index("edges_user_to_idx").on(t.userId, t.toId),
+    uniqueIndex("edges_user_idempotency_key_uq").on(t.userId, t.idempotencyKey),
   ],
 );
 
-/** Time-stamped occurrences: an email received, a reminder due, … */
+/**
+ * Time-stamped occurrences: an email received, a reminder due, … A reminder the model schedules carries
+ * an `idempotency_key` (source message + tool + arguments) so a re-run turn finds it instead of adding a
+ * second one; events written by background functions leave it null.
+ */
 export const events = pgTable(
   "events",
   {
@@ -198,11 +213,13 @@ export const events = pgTable(
     entityIds: uuid("entity_ids").array().notNull().default(sql`'{}'::uuid[]`),
     status: text("status").notNull().default("recorded"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    idempotencyKey: text("idempotency_key"),
     createdAt: createdAt(),
   },
   (t) => [
     index("events_user_time_idx").on(t.userId, t.occurredAt),
     index("events_entity_ids_gin").using("gin", t.entityIds).with({ fastupdate: false }),
+    uniqueIndex("events_user_idempotency_key_uq").on(t.userId, t.idempotencyKey),
   ],
 );
 

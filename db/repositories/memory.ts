@@ -119,32 +119,63 @@ export async function archiveEntity(tx: Tx, entityId: string): Promise<boolean> 
   return rows.length > 0;
 }
 
-/** Relates two of the person's entities; null when either is not theirs. */
+/**
+ * Relates two of the person's entities; null when either is not theirs. With an idempotency key (a
+ * turn's write: source message + tool + arguments) a second call returns the edge the first one made
+ * instead of adding another, so a turn re-run after a crash leaves one edge.
+ */
 export async function relateEntities(
   tx: Tx,
   userId: string,
-  relation: { fromId: string; toId: string; type: string; sourceId: string | null },
+  relation: { fromId: string; toId: string; type: string; sourceId: string | null; idempotencyKey?: string | null },
 ): Promise<string | null> {
   const found = await tx
     .select({ id: entities.id })
     .from(entities)
     .where(inArray(entities.id, [relation.fromId, relation.toId]));
   if (new Set(found.map((r) => r.id)).size !== new Set([relation.fromId, relation.toId]).size) return null;
+  const key = relation.idempotencyKey ?? null;
+  // (user_id, idempotency_key) is unique and includes the person: under row-level security a key can
+  // only ever meet this person's own row, which the fallback select can see.
   const [row] = await tx
     .insert(edges)
-    .values({ userId, fromId: relation.fromId, toId: relation.toId, type: relation.type, sourceId: relation.sourceId })
+    .values({ userId, fromId: relation.fromId, toId: relation.toId, type: relation.type, sourceId: relation.sourceId, idempotencyKey: key })
+    .onConflictDoNothing({ target: [edges.userId, edges.idempotencyKey] })
     .returning({ id: edges.id });
-  return row?.id ?? null;
+  if (row) return row.id;
+  if (key === null) return null;
+  const [existing] = await tx
+    .select({ id: edges.id })
+    .from(edges)
+    .where(and(eq(edges.userId, userId), eq(edges.idempotencyKey, key)));
+  return existing?.id ?? null;
 }
 
-/** Records a reminder to deliver at `at`. */
-export async function createReminder(tx: Tx, userId: string, reminder: { text: string; at: Date; sourceId: string | null }): Promise<string> {
+/**
+ * Records a reminder to deliver at `at`. With an idempotency key (a turn's write: source message + tool
+ * + arguments) a second call returns the same event id instead of adding a second reminder; background
+ * functions pass none (null never conflicts).
+ */
+export async function createReminder(
+  tx: Tx,
+  userId: string,
+  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey?: string | null },
+): Promise<string> {
+  const key = reminder.idempotencyKey ?? null;
   const [row] = await tx
     .insert(events)
-    .values({ userId, kind: "reminder", occurredAt: reminder.at, payload: { text: reminder.text }, status: "scheduled", sourceId: reminder.sourceId })
+    .values({ userId, kind: "reminder", occurredAt: reminder.at, payload: { text: reminder.text }, status: "scheduled", sourceId: reminder.sourceId, idempotencyKey: key })
+    .onConflictDoNothing({ target: [events.userId, events.idempotencyKey] })
     .returning({ id: events.id });
-  if (!row) throw new Error("createReminder returned no row");
-  return row.id;
+  if (row) return row.id;
+  const [existing] = key
+    ? await tx
+        .select({ id: events.id })
+        .from(events)
+        .where(and(eq(events.userId, userId), eq(events.idempotencyKey, key)))
+    : [];
+  if (!existing) throw new Error("createReminder returned no row");
+  return existing.id;
 }
 
 /** Cosine distance past which a vector neighbour is noise rather than a match. */

@@ -67,6 +67,8 @@ const ConfigSchema = z
     AXIOM_DATASET: optional,
     /** Axiom's API (an EU edge, or a test stand-in). */
     AXIOM_URL: z.url().optional(),
+    /** Bearer token of the operator endpoints (/api/ops/*, npm run inbox:dead). */
+    OPS_TOKEN: optional,
   })
   .superRefine((config, ctx) => {
     if (config.ENVIRONMENT !== "production") return;

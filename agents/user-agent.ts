@@ -3,10 +3,9 @@
 // durable inbox of channel messages with processed-id dedupe, and per-channel rate limits. Memory
 // lives in Postgres and is reached only through Database.withUser with this agent's name.
 //
-// Inbox invariants: an input is stored before it is acknowledged; inputs are answered one at a time
-// in Telegram's order (update_id); a crash or eviction mid-turn resumes from storage (onStart and a watchdog alarm);
-// the same id twice is answered once; a reply is sent at most once.
-import { AIChatAgent, type OnChatMessageOptions } from "@cloudflare/ai-chat";
+// Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
+// acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages.
+import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import {
   convertToModelMessages,
   createUIMessageStream,
@@ -26,6 +25,10 @@ import { describeError, logJson } from "./log";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
+import { deadLetters } from "./dead-letters";
+import { classifyFailure, type FailureKind } from "./faults";
+import { Inbox, type InboxItem, type InboxKind } from "./inbox";
+import { APOLOGY } from "./inbox-policy";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
 import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
@@ -40,21 +43,12 @@ export const TURN_BUDGET_MS = 20_000;
 const MAX_STEPS = 5;
 /** Messages the model sees; older ones stay stored but out of the prompt. */
 const MODEL_WINDOW = 40;
-/** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */
-const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
-/** If a drain dies with the isolate, this alarm picks the inbox up again. */
-const WATCHDOG_SECONDS = 30;
-/**
- * Concurrent webhook deliveries of one person's updates reach the agent a few milliseconds apart and
- * not always in update_id order: a turn starts only once no message has arrived for this long (and
- * never later than GATHER_MAX_MS), so that a burst is stored whole and answered by update_id.
- */
-const GATHER_QUIET_MS = 100;
-const GATHER_MAX_MS = 1000;
+/** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
+const NAME_KEY = "__ps_name";
 
 const SSE = new TextEncoder();
 
-export const APOLOGY = "Sorry, I couldn't think that through just now. Your message is saved; please try again in a moment.";
+export { APOLOGY };
 
 /** Per-minute limits per person (Telegram's is configurable: TELEGRAM_MESSAGES_PER_MINUTE). */
 export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
@@ -79,23 +73,6 @@ export type TelegramInput = z.input<typeof TelegramInput>;
 export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
 export const TEXT_ONLY = "I can only read text messages for now.";
 
-type InboxState = "pending" | "replied" | "delivering" | "done";
-
-/** message: answered by a command or the model; notice: the rate-limit notice; dropped: over the limit, kept only for dedupe. */
-type InboxKind = "message" | "notice" | "dropped";
-
-interface InboxRow {
-  id: string;
-  kind: InboxKind;
-  first_contact: number;
-  chat_id: number;
-  text: string;
-  source_ref: string;
-  state: InboxState;
-  reply: string | null;
-  [key: string]: unknown;
-}
-
 interface MessageSource {
   source?: SourceRef;
 }
@@ -108,32 +85,43 @@ export class UserAgent extends AIChatAgent<Env> {
   modelOverride: LanguageModel | undefined;
   /** The whole-turn budget; tests shorten it to exercise the timeout path. */
   turnBudgetMs = TURN_BUDGET_MS;
-  #draining: Promise<void> | undefined;
-  /** When the last Telegram message was stored (in memory: after a restart nothing is arriving). */
-  #lastArrival = 0;
+  /** How long an outage is waited out (INBOX_RETRY_WINDOW_SECONDS); tests shorten it. */
+  retryWindowMs: number | undefined;
   /** HTTP clients of `chat()` waiting for the chunks of their turn, by user message id. */
   readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
+  /** Why a Telegram turn failed, by user message id: the inbox retries it or gives up on it. */
+  readonly #turnFailures = new Map<string, unknown>();
+  #inbox: Inbox | undefined;
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
   #tracer: Tracer | undefined;
 
   override async onStart(): Promise<void> {
-    this.sql`create table if not exists soma_inbox (
-      seq integer primary key autoincrement,
-      id text not null unique,
-      sort_key integer not null,
-      kind text not null default 'message',
-      first_contact integer not null default 0,
-      chat_id integer not null,
-      text text not null,
-      source_ref text not null,
-      state text not null default 'pending',
-      reply text,
-      received_at integer not null
-    )`;
+    // An alarm can wake this object without its name: wrangler dev's workerd keeps an alarm by object
+    // id alone, so after a restart `ctx.id.name` is missing and the SDK refuses to start the object
+    // (every later request to it failed too, while the failing alarm kept it alive). The SDK falls back
+    // to this storage key; writing it once, whenever the name is known, makes every wake find it.
+    const name = this.ctx.id.name;
+    if (name !== undefined && (await this.ctx.storage.get(NAME_KEY)) !== name) await this.ctx.storage.put(NAME_KEY, name);
     this.sql`create table if not exists soma_rate (channel text not null, at integer not null)`;
     this.sql`create index if not exists soma_rate_channel_at on soma_rate (channel, at)`;
-    if (this.#pendingCount() > 0) this.#kick();
+    if (this.#getInbox().pendingCount() > 0) await this.#getInbox().watchdog();
+  }
+
+  /** An object woken by an alarm without any way to learn its name cannot serve anyone: reset it, so
+   * the next request (which carries the name) gets a healthy instance instead of this one. */
+  override async alarm(): Promise<void> {
+    if (this.ctx.id.name === undefined && (await this.ctx.storage.get(NAME_KEY)) === undefined) {
+      logJson("error", { agent: this.ctx.id.toString(), alarm: "woken without a name; resetting the object until a named request" });
+      this.ctx.abort("woken without a name");
+    }
+    return super.alarm();
+  }
+
+  /** The inbox owns Telegram turns: after a restart it runs them again itself (the SDK must not too). */
+  override async onChatRecovery(context: ChatRecoveryContext): Promise<ChatRecoveryOptions> {
+    const last = [...context.messages].reverse().find((m) => m.role === "user");
+    return last?.id.startsWith("telegram:") ? { persist: false, continue: false } : {};
   }
 
   /** The person this agent belongs to. */
@@ -147,32 +135,21 @@ export class UserAgent extends AIChatAgent<Env> {
    */
   async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" }> {
     const message = TelegramInput.parse(input);
+    const inbox = this.#getInbox();
     const id = `telegram:${message.updateId}`;
-    if (this.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n) {
-      // Concurrent deliveries of a first message: the one that created the person may arrive after a
-      // copy that found the person already there; the welcome must not be lost to that race.
-      if (message.firstContact) this.sql`update soma_inbox set first_contact = 1 where id = ${id} and state = 'pending'`;
+    const stored = { id, sortKey: message.updateId, firstContact: message.firstContact, chatId: message.chatId, text: message.text };
+    const sourceRef = JSON.stringify({ kind: "telegram", externalId: `${message.chatId}:${message.messageId}` } satisfies SourceRef);
+    if (inbox.has(id)) {
+      inbox.store({ ...stored, kind: "message", sourceRef });
       return { status: "duplicate" };
     }
-    const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}` };
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
     const kind: InboxKind = this.allow("telegram") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped";
-    // Telegram numbers updates in the order it received them; concurrent deliveries can reach us in
-    // another order, so pending messages are answered by update_id.
-    this.sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
-             values (${id}, ${message.updateId}, ${kind}, ${message.firstContact ? 1 : 0},
-                     ${message.chatId}, ${message.text}, ${JSON.stringify(source)}, ${kind === "dropped" ? "done" : "pending"}, ${Date.now()})`;
-    this.#lastArrival = Date.now();
-    if (kind !== "message") {
-      if (kind === "notice") this.#kick();
-      return { status: "rate_limited" };
-    }
-    // One pending watchdog is enough, however many messages arrive.
-    const watched = (await this.listSchedules({ type: "delayed" })).some((s) => s.callback === "resumeInbox");
-    if (!watched) await this.schedule(WATCHDOG_SECONDS, "resumeInbox");
-    this.#kick();
-    return { status: "queued" };
+    inbox.store({ ...stored, kind, sourceRef });
+    if (kind === "dropped") return { status: "rate_limited" };
+    await inbox.watchdog();
+    return { status: kind === "notice" ? "rate_limited" : "queued" };
   }
 
   /**
@@ -199,15 +176,15 @@ export class UserAgent extends AIChatAgent<Env> {
     return { status: "ok", messageId, stream: readable };
   }
 
-  /** Watchdog alarm: continues an inbox whose drain did not finish (eviction, crash). */
+  /** Watchdog alarm: resumes (or replaces a stuck) inbox drain, and stays armed while work is pending. */
   async resumeInbox(): Promise<void> {
-    await this.#kick();
+    await this.#getInbox().watchdog();
   }
 
-  /** Resolves once every stored input has been answered (tests and graceful shutdown). */
+  /** Resolves once every stored input has been answered or is waiting for a retry (tests, operators). */
   async settle(): Promise<{ pending: number }> {
-    await this.#kick();
-    return { pending: this.#pendingCount() };
+    await this.#getInbox().kick();
+    return { pending: this.#getInbox().pendingCount() };
   }
 
   /** Counts one input on `channel` and says whether it is within the per-minute limit. */
@@ -244,7 +221,11 @@ export class UserAgent extends AIChatAgent<Env> {
       externalId: last?.id ?? crypto.randomUUID(),
       payload: { text: last ? textOf(last) : "" },
     };
-    const signal = AbortSignal.any([AbortSignal.timeout(this.turnBudgetMs), ...(abortSignal ? [abortSignal] : [])]);
+    // A tool that finds a dependency down ends the turn at once: it is retried whole later.
+    const outage = new AbortController();
+    const signal = AbortSignal.any([AbortSignal.timeout(this.turnBudgetMs), outage.signal, ...(abortSignal ? [abortSignal] : [])]);
+    // A Telegram turn that fails is the inbox's to retry or give up on; a web turn apologises at once.
+    const inboxTurn = last?.id.startsWith("telegram:") ?? false;
     const window = this.messages.slice(-MODEL_WINDOW);
 
     const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
@@ -270,7 +251,7 @@ export class UserAgent extends AIChatAgent<Env> {
           writer.write(chunk);
           void listener?.write(SSE.encode(`data: ${JSON.stringify(chunk)}\n\n`)).catch(() => {});
         };
-        let failed = false;
+        let failure: unknown;
         let output = "";
         try {
           const result = streamText({
@@ -292,11 +273,20 @@ export class UserAgent extends AIChatAgent<Env> {
             onStepFinish: (step) => {
               toolCalls += step.toolResults.length;
               for (const call of step.toolResults) trace.tool(call.toolName, call.input, call.output);
+              for (const part of step.content) {
+                if (part.type === "tool-error" && classifyFailure(part.error) === "transient") {
+                  failure ??= part.error;
+                  outage.abort(part.error);
+                }
+              }
             },
           });
-          for await (const chunk of result.toUIMessageStream({ onError: describeError })) {
+          const onError = (error: unknown) => {
+            failure ??= error;
+            return describeError(error);
+          };
+          for await (const chunk of result.toUIMessageStream({ onError })) {
             if (chunk.type === "error") {
-              failed = true;
               logJson("error", { agent: this.userId, turn: "model", error: chunk.errorText });
               continue;
             }
@@ -304,10 +294,14 @@ export class UserAgent extends AIChatAgent<Env> {
             if (chunk.type !== "finish") emit(chunk);
           }
         } catch (error) {
-          failed = true;
+          failure ??= error;
           logJson("error", { agent: this.userId, turn: "model", error: describeError(error) });
         }
-        if (failed || signal.aborted) {
+        if (signal.aborted) failure ??= signal.reason ?? new DOMException("the turn ran out of time", "TimeoutError");
+        const failed = failure !== undefined;
+        if (failed && inboxTurn && last) {
+          this.#turnFailures.set(last.id, failure);
+        } else if (failed) {
           const id = `apology-${crypto.randomUUID()}`;
           emit({ type: "text-start", id });
           emit({ type: "text-delta", id, delta: APOLOGY });
@@ -315,12 +309,12 @@ export class UserAgent extends AIChatAgent<Env> {
           output = APOLOGY;
         }
         emit({ type: "finish" });
-        trace.end({ output, failed: failed || signal.aborted });
-        telemetry.log({ kind: "turn", userId: this.userId, surface, durationMs: Date.now() - started, failed: failed || signal.aborted, tools: toolCalls });
+        trace.end({ output, failed });
+        telemetry.log({ kind: "turn", userId: this.userId, surface, durationMs: Date.now() - started, failed, tools: toolCalls });
         this.ctx.waitUntil(telemetry.flush());
         // Background work on what the person said (fact-extract); never holds up or fails the turn.
         const input = last ? textOf(last) : "";
-        if (input) {
+        if (input && !(failed && inboxTurn)) {
           const event = turnCompleted.create(
             { userId: this.userId, surface, source: { kind: source.kind, externalId: source.externalId }, text: input },
             { id: `turn-${this.userId}-${source.externalId}` },
@@ -332,74 +326,52 @@ export class UserAgent extends AIChatAgent<Env> {
     });
   }
 
-  #kick(): Promise<void> {
-    this.#draining ??= this.#drain().finally(() => {
-      this.#draining = undefined;
+  #getInbox(): Inbox {
+    this.#inbox ??= new Inbox({
+      sql: this.sql.bind(this) as ConstructorParameters<typeof Inbox>[0]["sql"],
+      answer: (item, signal) => this.#answer(item, signal),
+      send: (chatId, text) => this.#sender().sendText(chatId, text),
+      typing: (chatId) => this.#showTyping(chatId),
+      wakeAt: (at) => this.#wakeAt(at),
+      classify: (error) => this.#classify(error),
+      setAside: (item, outcome, error) => this.#setAside(item, outcome, error),
+      welcome: WELCOME,
+      retryWindowMs: () => this.retryWindowMs ?? loadConfig(this.env).INBOX_RETRY_WINDOW_SECONDS * 1000,
+      log: (level, fields) => logJson(level, { agent: this.userId, ...fields }),
     });
-    return this.#draining;
+    return this.#inbox;
   }
 
-  async #drain(): Promise<void> {
-    for (;;) {
-      await this.#gathered();
-      const [item] = this.sql<InboxRow>`select * from soma_inbox where state in ('pending', 'replied') order by sort_key, seq limit 1`;
-      if (!item) break;
-      let reply = item.reply;
-      if (item.state === "pending") {
-        // An input that cannot be answered (a command whose query fails, a database outage) gets the
-        // apology: it must never stay at the head of the inbox and hold every later message back.
-        reply = await this.#answer(item).catch((error: unknown) => {
-          logJson("error", { agent: this.userId, inbox: item.id, answer: describeError(error) });
-          return `${item.first_contact ? `${WELCOME}\n\n` : ""}${APOLOGY}`;
-        });
-        this.sql`update soma_inbox set state = 'replied', reply = ${reply} where id = ${item.id}`;
-      }
-      // At most once: once marked delivering, a crash never resends (a duplicate reply is worse than a
-      // lost one the person can ask again for, and the conversation keeps the answer either way).
-      this.sql`update soma_inbox set state = 'delivering' where id = ${item.id}`;
-      try {
-        await this.#sender().sendText(item.chat_id, reply ?? APOLOGY);
-      } catch (error) {
-        logJson("error", { agent: this.userId, inbox: item.id, delivery: describeError(error) });
-      }
-      this.sql`update soma_inbox set state = 'done' where id = ${item.id}`;
-    }
-    this.sql`delete from soma_inbox where state = 'done' and received_at < ${Date.now() - DEDUPE_RETENTION_MS}`;
-  }
-
-  /** Waits until no Telegram message has arrived for GATHER_QUIET_MS (at most GATHER_MAX_MS). */
-  async #gathered(): Promise<void> {
-    const deadline = Date.now() + GATHER_MAX_MS;
-    for (;;) {
-      const wait = Math.min(this.#lastArrival + GATHER_QUIET_MS, deadline) - Date.now();
-      if (wait <= 0) return;
-      await new Promise((resolve) => setTimeout(resolve, wait));
-    }
-  }
-
-  /** The reply to an inbox item: a notice, a command's answer, or the model's turn (run once, even across restarts). */
-  async #answer(item: InboxRow): Promise<string> {
+  /** The reply to an inbox item: a notice, a command's answer, or the model's turn. Throws when it cannot be answered now. */
+  async #answer(item: InboxItem, signal: AbortSignal): Promise<string> {
     if (item.kind === "notice") return RATE_NOTICE;
-    const welcome = item.first_contact ? `${WELCOME}\n\n` : "";
-    if (!item.text.trim()) return `${welcome}${TEXT_ONLY}`;
+    if (item.kind === "welcome") return WELCOME;
+    if (!item.text.trim()) return TEXT_ONLY;
     const command = await answerCommand(item.text, {
       db: this.#db(),
       userId: this.userId,
       appBaseUrl: loadConfig(this.env).APP_BASE_URL,
       reset: () => this.reset(),
     });
-    if (command !== null) return command === WELCOME ? WELCOME : `${welcome}${command}`;
-    return `${welcome}${await this.#turnReply(item)}`;
+    return command ?? this.#turnReply(item, signal);
   }
 
-  async #turnReply(item: InboxRow): Promise<string> {
+  async #turnReply(item: InboxItem, signal: AbortSignal): Promise<string> {
     const messageId = item.id;
+    // A turn that completed before the agent stopped is not run again.
     const answered = this.#replyAfter(messageId);
-    if (answered !== null) return answered;
+    if (answered !== null) return answered || APOLOGY;
     this.#showTyping(item.chat_id);
     const source = JSON.parse(item.source_ref) as SourceRef;
-    const already = this.messages.some((m) => m.id === messageId);
-    await this.saveMessages((messages) => (already ? [...messages] : [...messages, userMessage(messageId, item.text, source)]));
+    const present = this.messages.some((m) => m.id === messageId);
+    const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source)]), { signal });
+    const failure = this.#turnFailures.get(messageId);
+    this.#turnFailures.delete(messageId);
+    if (failure !== undefined || result.status !== "completed") {
+      // What the failed attempt said is not the answer: the next attempt starts from the message again.
+      await this.#dropReplyTo(messageId);
+      throw failure ?? (result.status === "error" ? new Error(result.error ?? "the turn failed") : new DOMException(`the turn was ${result.status}`, "AbortError"));
+    }
     // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
     return this.#replyAfter(messageId) || APOLOGY;
   }
@@ -411,16 +383,66 @@ export class UserAgent extends AIChatAgent<Env> {
     return next?.role === "assistant" ? textOf(next) : null;
   }
 
+  /** Removes the assistant messages that follow the user message `id`. */
+  async #dropReplyTo(id: string): Promise<void> {
+    const index = this.messages.findIndex((m) => m.id === id);
+    if (index < 0) return;
+    const drop: string[] = [];
+    for (const message of this.messages.slice(index + 1)) {
+      if (message.role === "user") break;
+      drop.push(message.id);
+    }
+    if (drop.length === 0) return;
+    await this.sessions.session().deleteMessages(drop);
+    this.messages = this.messages.filter((m) => !drop.includes(m.id));
+  }
+
+  /**
+   * The inbox gave up on an item: the person's message stays in the conversation with the apology
+   * after it (they see it in the web app), and a dead letter is recorded for operators.
+   */
+  async #setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void> {
+    if (item.kind === "message" && item.text.trim()) {
+      await this.#dropReplyTo(item.id);
+      const source = JSON.parse(item.source_ref) as SourceRef;
+      const present = this.messages.some((m) => m.id === item.id);
+      const apology: UIMessage = { id: `apology-${item.id}`, role: "assistant", parts: [{ type: "text", text: APOLOGY }] };
+      await this.persistMessages([...this.messages.filter((m) => m.id !== apology.id), ...(present ? [] : [userMessage(item.id, item.text, source)]), apology]);
+    }
+    if (outcome === "dead") {
+      await deadLetters(this.env).add({
+        key: `${this.userId}:${item.id}`,
+        personId: this.userId,
+        updateId: Number(item.id.split(":")[1]) || null,
+        chatId: item.chat_id,
+        text: item.text,
+        error,
+        attempts: item.attempts + 1,
+      });
+    }
+  }
+
+  /** Keeps one watchdog schedule, no later than `at`. */
+  async #wakeAt(at: number): Promise<void> {
+    const watchdogs = (await this.listSchedules()).filter((s) => s.callback === "resumeInbox");
+    if (watchdogs.some((s) => s.time * 1000 <= at)) return;
+    for (const schedule of watchdogs) await this.cancelSchedule(schedule.id);
+    await this.schedule(new Date(at), "resumeInbox");
+  }
+
+  /** Transient or permanent; an error of unknown kind counts as an outage when Postgres is unreachable. */
+  async #classify(error: unknown): Promise<FailureKind> {
+    const kind = classifyFailure(error);
+    if (kind === "transient") return kind;
+    return (await this.#db().ping(2000)) ? "permanent" : "transient";
+  }
+
   #showTyping(chatId: number): void {
     try {
       void this.#sender().typing(chatId);
     } catch {
       // no bot configured: nothing to show
     }
-  }
-
-  #pendingCount(): number {
-    return this.sql<{ n: number }>`select count(*) as n from soma_inbox where state in ('pending', 'replied')`[0]?.n ?? 0;
   }
 
   #db(): Database {

@@ -1,5 +1,5 @@
-// `npm run secrets:check [-- --env-file F]`: the 23 secret names of .env.example, looked up in the
-// environment and F; prints `filled N/23` and the missing names — never a value. Exit 0 only at 23/23.
+// `npm run secrets:check [-- --env-file F]`: the 24 secret names of .env.example, looked up in the
+// environment and F; prints `filled N/24` and the missing names — never a value. Exit 0 only at 24/24.
 // `npm run secrets:push -- --env-file F`: copies them to the Worker's secrets with `wrangler secret
 // bulk` (values go through wrangler's stdin, never the command line or the terminal). Only what the
 // Worker reads is pushed: DATABASE_URL stays with Hyperdrive, CLOUDFLARE_* are deploy credentials.

@@ -4,7 +4,11 @@
 // 1. It opens the database socket without an 'error' listener, so one refused connection crashed the
 //    whole dev server. Sockets to SOMA_DATABASE_ADDRESS get the missing listener: the Worker then sees
 //    a failed connection and /api/health says db:false until the database is back.
-// 2. It leaves Nagle's algorithm on for both legs of the proxy, so every Postgres round trip waited
+// 2. Neither leg of the proxy has an 'error' listener on the side workerd talks to either: when
+//    workerd drops a connection the proxy is still writing to (hundreds of agents woken at once after
+//    a restart), `EPIPE … This socket has been ended by the other party` killed the dev server. Every
+//    socket a server of this process accepts gets a listener: a dropped client is logged and closed.
+// 3. It leaves Nagle's algorithm on for both legs of the proxy, so every Postgres round trip waited
 //    for a delayed ACK (measured: 100–300 ms to resolve a Telegram sender, three statements).
 //    Proxy sockets get TCP_NODELAY.
 const net = require("node:net");
@@ -29,7 +33,13 @@ if (target) {
   const createServer = net.createServer;
   net.createServer = function (...args) {
     const server = createServer.apply(this, args);
-    server.on("connection", (socket) => socket.setNoDelay(true));
+    server.on("connection", (socket) => {
+      socket.setNoDelay(true);
+      socket.on("error", (error) => {
+        console.warn(`[soma] a local connection was dropped (${error.code ?? error.message})`);
+        socket.destroy();
+      });
+    });
     return server;
   };
 }

@@ -19,6 +19,7 @@ import { google } from "./routes/google";
 import { health } from "./routes/health";
 import { mail } from "./routes/mail";
 import { memories } from "./routes/memories";
+import { ops } from "./routes/ops";
 import { telegram } from "./routes/telegram";
 import { workflows } from "./routes/workflows";
 import type { AppEnv } from "./types";
@@ -78,6 +79,7 @@ export function createApp() {
   app.route("/api/workflows", workflows);
   app.route("/api/webhooks/mail", mail);
   app.route("/api/memories", memories);
+  app.route("/api/ops", ops);
   app.route("/api", account);
   app.route("/login", login);
   app.route("/", webApp);

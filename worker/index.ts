@@ -2,5 +2,6 @@
 import { createApp } from "./app";
 
 export { UserAgent } from "../agents/user-agent";
+export { DeadLetters } from "../agents/dead-letters";
 
 export default createApp() satisfies ExportedHandler<Env>;

@@ -1,6 +1,6 @@
 // Guards the per-person agent: Telegram messages are stored, answered in order, once; state survives
-// eviction; a crash mid-turn resumes from storage; a failing or hanging model gets an apology within
-// the budget and the conversation goes on; the offline model's flows work end to end.
+// eviction; a crash mid-turn resumes from storage; a hanging model is retried until it answers, and
+// only past the retry window does the person get the apology; the offline model's flows work end to end.
 import { abortAllDurableObjects, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
@@ -149,20 +149,43 @@ describe("model failures", () => {
     expect(await botReplies(chatId)).toEqual([APOLOGY]);
   });
 
-  it("apologises within the budget when the model hangs", async () => {
+  it("a model that hangs is retried, not apologised for: the turn is answered once it answers", async () => {
     const { agent, chatId, send } = await setUp();
     await runInDurableObject(agent, (instance: UserAgent) => {
       instance.turnBudgetMs = 300;
-      instance.modelOverride = scriptedModel([{ text: "never" }]);
-      const model = instance.modelOverride as unknown as { doStream: (options: { abortSignal?: AbortSignal }) => Promise<unknown> };
+      const model = scriptedModel([{ text: "back again" }]);
+      const stream = model.doStream.bind(model);
+      let hangs = 2;
+      // The first two attempts hang until the turn's deadline aborts them; the third answers.
       model.doStream = (options) =>
-        new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted"))));
+        hangs-- > 0 ? new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted")))) : stream(options);
+      instance.modelOverride = model;
     });
     const started = Date.now();
     await send("hello?");
-    await agent.settle();
-    expect(Date.now() - started).toBeLessThan(5000);
+    while ((await agent.settle()).pending > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(Date.now() - started).toBeLessThan(10_000); // two deadlines and two backoffs (1 s, 2 s)
+    expect(await botReplies(chatId)).toEqual(["back again"]);
+    const transcript = await runInDurableObject(agent, (instance: UserAgent) => instance.messages.map((m) => m.role));
+    expect(transcript).toEqual(["user", "assistant"]); // the failed attempts left nothing behind
+  });
+
+  it("apologises only past the retry window, and keeps the message in the conversation", async () => {
+    const { agent, chatId, send } = await setUp();
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      instance.turnBudgetMs = 200;
+      instance.retryWindowMs = 1500;
+      instance.modelOverride = scriptedModel([{ text: "never" }]);
+      const model = instance.modelOverride as unknown as { doStream: (options: { abortSignal?: AbortSignal }) => Promise<unknown> };
+      model.doStream = (options) => new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted"))));
+    });
+    await send("are you there?");
+    while ((await agent.settle()).pending > 0) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await botReplies(chatId)).toEqual([APOLOGY]);
+    const transcript = await runInDurableObject(agent, (instance: UserAgent) =>
+      instance.messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.type === "text" ? p.text : "")).join("")}`),
+    );
+    expect(transcript).toEqual(["user: are you there?", `assistant: ${APOLOGY}`]);
   });
 });
 
@@ -232,10 +255,11 @@ describe("the watchdog", () => {
     const { agent, chatId, send } = await setUp();
     for (const text of ["I read Dune", "I read Emma", "I read Ubik"]) await send(text);
     const watchdogs = await runInDurableObject(agent, async (instance: UserAgent) =>
-      (await instance.listSchedules({ type: "delayed" })).filter((s) => s.callback === "resumeInbox").length,
+      (await instance.listSchedules()).filter((s) => s.callback === "resumeInbox").length,
     );
     expect(watchdogs).toBe(1);
     await agent.resumeInbox();
+    await agent.settle();
     expect(await botReplies(chatId)).toHaveLength(3);
   });
 });

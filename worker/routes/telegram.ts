@@ -1,14 +1,19 @@
 // POST /api/messenger/webhook: Telegram updates. Order of checks, each before any work of the next:
 // secret (constant time, 401) → size (413) → JSON (400) → shape (400) → kind (only "message" is
 // processed; anything else is acknowledged and ignored) → the sender's agent stores it → 200.
-// A failure after that point answers 500 so Telegram redelivers; the agent dedupes by update_id.
+// A failure after that point answers 500 so Telegram redelivers (the agent dedupes by update_id) —
+// only while it can be an outage: an update that fails MAX_STORE_ATTEMPTS times for any other reason is
+// kept as a dead letter (agents/dead-letters.ts) and acknowledged, so it is never redelivered forever.
 import { Hono } from "hono";
-import { webhookCallback } from "grammy";
+import { BotError, webhookCallback } from "grammy";
 import { z } from "zod";
 import { limitBody } from "../body-limit";
 import { secretsEqual } from "../auth/secrets";
 import { ApiError } from "../errors";
 import { MAX_TELEGRAM_TEXT_CHARS } from "../../agents/user-agent";
+import { deadLetters } from "../../agents/dead-letters";
+import { classifyFailure } from "../../agents/faults";
+import { describeError, logJson } from "../../agents/log";
 import { createTelegramBot } from "../telegram/bot";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
@@ -47,6 +52,24 @@ export const telegram = new Hono<AppEnv>().post(
     if (!config.TELEGRAM_BOT_TOKEN) throw new ApiError("config_invalid", "TELEGRAM_BOT_TOKEN is not set.");
     const bot = createTelegramBot({ ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN }, { env: c.env, db: c.var.db, telemetry: c.var.telemetry });
     // grammY re-checks the secret and dispatches the (already parsed, cached) update.
-    return webhookCallback(bot, "hono", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "throw", timeoutMilliseconds: 8000 })(c);
+    try {
+      return await webhookCallback(bot, "hono", { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "throw", timeoutMilliseconds: 8000 })(c);
+    } catch (error) {
+      const cause = error instanceof BotError ? error.error : error;
+      // An outage (or an error of unknown kind while Postgres is unreachable): Telegram redelivers later.
+      if (classifyFailure(cause) === "transient" || !(await c.var.db.ping(2000))) throw error;
+      const { message } = update;
+      const { dead, attempts } = await deadLetters(c.env).failedToStore({
+        key: `webhook:${update.update_id}`,
+        personId: null,
+        updateId: update.update_id,
+        chatId: message.chat.id,
+        text: message.text ?? message.caption ?? "",
+        error: describeError(cause),
+      });
+      if (!dead) throw error;
+      logJson("error", { requestId: c.var.requestId, webhook: "update set aside as a dead letter", updateId: update.update_id, attempts, error: describeError(cause) });
+      return c.json({ ok: true, deadLettered: true });
+    }
   },
 );

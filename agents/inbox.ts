@@ -1,0 +1,324 @@
+// The durable inbox of a person's agent: every Telegram message is stored here before the webhook
+// acknowledges it, and answered from here one at a time, in update_id order, exactly once.
+//
+// Each item goes pending → replied → delivering → done. What can go wrong, and what happens:
+// - The agent stops mid-turn (crash, deploy, eviction): the item is still pending; the watchdog alarm
+//   (always armed while anything is pending) or the next message resumes it, and the turn runs again.
+//   The tools key their writes by source message, so a re-run writes nothing twice.
+// - A dependency is down or hangs (Postgres, the model, the Bot API): every call has a deadline; the
+//   item stays at the head and is retried with backoff (typing shown meanwhile, one short notice after
+//   NOTICE_AFTER_MS) until it is answered, for up to the retry window (INBOX_RETRY_WINDOW_SECONDS).
+//   Only then does the person get the apology; the message stays in their conversation.
+// - The item itself is the problem (a bug, a poison input, a crash every time it runs): after a few
+//   attempts it is set aside as a dead letter with its error, the person gets the apology, and the
+//   items behind it go on.
+// - The agent stops while a reply is being sent: it is not sent again (at most once for that window:
+//   a reply may already have reached Telegram, and a second copy is worse than asking again).
+import { type FailureKind } from "./faults";
+import { describeError } from "./log";
+import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs } from "./inbox-policy";
+
+/** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */
+const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** The watchdog alarm is never further away than this while anything is pending. */
+export const WATCHDOG_MS = 10_000;
+/** An attempt that has shown no progress for this long is stuck (every call in it has a shorter deadline). */
+const STUCK_AFTER_MS = 120_000;
+/** Attempts that began and never ended (the agent died each time) before the item is set aside. */
+const MAX_INTERRUPTED = 5;
+/**
+ * Concurrent webhook deliveries of one person's updates reach the agent a few milliseconds apart and
+ * not always in update_id order: a turn starts only once no message has arrived for this long (and
+ * never later than GATHER_MAX_MS), so that a burst is stored whole and answered by update_id.
+ */
+const GATHER_QUIET_MS = 100;
+const GATHER_MAX_MS = 1000;
+
+/** message: answered by a command or the model; notice: the rate-limit notice; welcome: a welcome that arrived late; dropped: over the limit, kept only for dedupe. */
+export type InboxKind = "message" | "notice" | "welcome" | "dropped";
+type InboxState = "pending" | "replied" | "delivering" | "done" | "failed" | "dead";
+
+export interface InboxItem {
+  id: string;
+  kind: InboxKind;
+  first_contact: number;
+  chat_id: number;
+  text: string;
+  source_ref: string;
+  state: InboxState;
+  reply: string | null;
+  received_at: number;
+  attempts: number;
+  failures: number;
+  interrupted: number;
+  in_attempt: number;
+  first_failed_at: number | null;
+  next_attempt_at: number;
+  noticed: number;
+  last_error: string | null;
+  /** Set when the item will not be answered: the apology is its reply, and its final state. */
+  outcome: "failed" | "dead" | null;
+  [key: string]: unknown;
+}
+
+export interface NewItem {
+  id: string;
+  sortKey: number;
+  kind: InboxKind;
+  firstContact: boolean;
+  chatId: number;
+  text: string;
+  sourceRef: string;
+}
+
+type Sql = <T = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<string | number | boolean | null>) => T[];
+
+export interface InboxHost {
+  sql: Sql;
+  /** The reply to an item; throws when it cannot be answered now. Must honour `signal`. */
+  answer(item: InboxItem, signal: AbortSignal): Promise<string>;
+  send(chatId: number, text: string): Promise<void>;
+  /** Best effort "typing…" in the chat. */
+  typing(chatId: number): void;
+  /** Arms the watchdog alarm to fire at `at` (epoch ms) or earlier. */
+  wakeAt(at: number): Promise<void>;
+  classify(error: unknown): Promise<FailureKind>;
+  /** The item will not be answered: keep it where the person (and an operator, for dead letters) can see it. */
+  setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void>;
+  /** Text prepended to the first reply of a person's first contact. */
+  welcome: string;
+  retryWindowMs(): number;
+  log(level: "error" | "warn" | "info", fields: Record<string, unknown>): void;
+}
+
+export class Inbox {
+  #draining: Promise<void> | undefined;
+  /** Bumped when a stuck drain is replaced: the old one, if it ever wakes, must not write. */
+  #generation = 0;
+  #current: AbortController | undefined;
+  #beatAt = 0;
+  /** When the last message was stored (in memory: after a restart nothing is arriving). */
+  #lastArrival = 0;
+
+  constructor(private readonly host: InboxHost) {
+    const { sql } = host;
+    sql`create table if not exists soma_inbox (
+      seq integer primary key autoincrement,
+      id text not null unique,
+      sort_key integer not null,
+      kind text not null default 'message',
+      first_contact integer not null default 0,
+      chat_id integer not null,
+      text text not null,
+      source_ref text not null,
+      state text not null default 'pending',
+      reply text,
+      received_at integer not null
+    )`;
+    // Columns added after the first release (existing agents keep their rows).
+    const have = new Set(sql<{ name: string }>`select name from pragma_table_info('soma_inbox')`.map((c) => c.name));
+    const column = (name: string, ddl: () => void) => {
+      if (!have.has(name)) ddl();
+    };
+    column("attempts", () => sql`alter table soma_inbox add column attempts integer not null default 0`);
+    column("failures", () => sql`alter table soma_inbox add column failures integer not null default 0`);
+    column("interrupted", () => sql`alter table soma_inbox add column interrupted integer not null default 0`);
+    column("in_attempt", () => sql`alter table soma_inbox add column in_attempt integer not null default 0`);
+    column("first_failed_at", () => sql`alter table soma_inbox add column first_failed_at integer`);
+    column("next_attempt_at", () => sql`alter table soma_inbox add column next_attempt_at integer not null default 0`);
+    column("noticed", () => sql`alter table soma_inbox add column noticed integer not null default 0`);
+    column("last_error", () => sql`alter table soma_inbox add column last_error text`);
+    column("outcome", () => sql`alter table soma_inbox add column outcome text`);
+    // A reply being sent when the agent stopped may have reached Telegram: never sent twice.
+    sql`update soma_inbox set state = coalesce(outcome, 'done') where state = 'delivering'`;
+  }
+
+  has(id: string): boolean {
+    return (this.host.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n ?? 0) > 0;
+  }
+
+  /** Stores a new item; false when its id was stored before (a redelivery). */
+  store(item: NewItem): boolean {
+    const { sql } = this.host;
+    if (this.has(item.id)) {
+      if (item.firstContact) this.#lateWelcome(item);
+      return false;
+    }
+    const stored = item.kind === "dropped" ? "done" : "pending";
+    sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
+        values (${item.id}, ${item.sortKey}, ${item.kind}, ${item.firstContact ? 1 : 0}, ${item.chatId}, ${item.text}, ${item.sourceRef}, ${stored}, ${Date.now()})`;
+    this.#lastArrival = Date.now();
+    return true;
+  }
+
+  /**
+   * Concurrent copies of a first message: the copy that created the person may reach the agent after
+   * a copy that found the person already there. The welcome goes with the reply if that has not been
+   * sent yet, else on its own: the person is welcomed exactly once.
+   */
+  #lateWelcome(item: NewItem): void {
+    const { sql } = this.host;
+    const [row] = sql<{ state: InboxState; first_contact: number }>`select state, first_contact from soma_inbox where id = ${item.id}`;
+    if (!row || row.first_contact) return;
+    sql`update soma_inbox set first_contact = 1 where id = ${item.id}`;
+    if (row.state === "pending" || row.state === "replied") return;
+    sql`insert or ignore into soma_inbox (id, sort_key, kind, chat_id, text, source_ref, state, received_at)
+        values (${`${item.id}:welcome`}, ${item.sortKey}, 'welcome', ${item.chatId}, '', ${item.sourceRef}, 'pending', ${Date.now()})`;
+  }
+
+  pendingCount(): number {
+    return this.host.sql<{ n: number }>`select count(*) as n from soma_inbox where state in ('pending', 'replied')`[0]?.n ?? 0;
+  }
+
+  /** Starts answering (if not already) and resolves when the inbox is empty or waiting for a retry. */
+  kick(): Promise<void> {
+    if (!this.#draining) {
+      const generation = this.#generation;
+      this.#beatAt = Date.now();
+      const drain = this.#drain(generation).finally(() => {
+        if (this.#draining === drain) this.#draining = undefined;
+      });
+      this.#draining = drain;
+    }
+    return this.#draining;
+  }
+
+  /**
+   * The watchdog: re-arms itself while anything is pending, resumes an inbox nobody is draining, and
+   * replaces a drain that stopped making progress (its attempt is aborted and never writes again).
+   */
+  async watchdog(): Promise<void> {
+    if (this.#draining && Date.now() - this.#beatAt > STUCK_AFTER_MS) {
+      this.host.log("error", { inbox: "stuck drain replaced", idleMs: Date.now() - this.#beatAt });
+      this.#current?.abort(new Error("stuck drain replaced by the watchdog"));
+      this.#generation++;
+      this.#draining = undefined;
+    }
+    if (this.pendingCount() > 0) await this.host.wakeAt(Date.now() + WATCHDOG_MS);
+    void this.kick();
+  }
+
+  /** Whether a drain is running and when it last made progress (operators, tests). */
+  status(): { draining: boolean; lastProgressMs: number | null; pending: number } {
+    return { draining: Boolean(this.#draining), lastProgressMs: this.#draining ? Date.now() - this.#beatAt : null, pending: this.pendingCount() };
+  }
+
+  async #drain(generation: number): Promise<void> {
+    const { sql } = this.host;
+    for (;;) {
+      await this.#gathered();
+      if (generation !== this.#generation) return;
+      const [item] = sql<InboxItem>`select * from soma_inbox where state in ('pending', 'replied') order by sort_key, seq limit 1`;
+      if (!item) break;
+      this.#beatAt = Date.now();
+      const wait = item.next_attempt_at - Date.now();
+      if (wait > 0) {
+        // The alarm is the backstop if this isolate goes away while waiting.
+        await this.host.wakeAt(item.next_attempt_at);
+        this.host.typing(item.chat_id);
+        await sleep(wait);
+        continue;
+      }
+      await this.host.wakeAt(Date.now() + WATCHDOG_MS);
+      if (item.state === "pending") await this.#answer(item, generation);
+      else await this.#deliver(item, generation);
+    }
+    sql`delete from soma_inbox where state in ('done', 'failed', 'dead') and received_at < ${Date.now() - DEDUPE_RETENTION_MS}`;
+  }
+
+  /** Waits until no message has arrived for GATHER_QUIET_MS (at most GATHER_MAX_MS). */
+  async #gathered(): Promise<void> {
+    const deadline = Date.now() + GATHER_MAX_MS;
+    for (;;) {
+      const wait = Math.min(this.#lastArrival + GATHER_QUIET_MS, deadline) - Date.now();
+      if (wait <= 0) return;
+      await sleep(wait);
+    }
+  }
+
+  async #answer(item: InboxItem, generation: number): Promise<void> {
+    const { sql } = this.host;
+    const interrupted = item.interrupted + item.in_attempt;
+    sql`update soma_inbox set attempts = attempts + 1, in_attempt = 1, interrupted = ${interrupted} where id = ${item.id}`;
+    if (interrupted >= MAX_INTERRUPTED) {
+      return this.#setAside(item, "dead", `the agent stopped during ${interrupted} attempts to answer it`);
+    }
+    const controller = new AbortController();
+    this.#current = controller;
+    let reply: string;
+    try {
+      reply = await this.host.answer(item, controller.signal);
+    } catch (error) {
+      if (generation !== this.#generation) return;
+      sql`update soma_inbox set in_attempt = 0 where id = ${item.id}`;
+      return this.#failed({ ...item, attempts: item.attempts + 1 }, error);
+    }
+    if (generation !== this.#generation) return;
+    sql`update soma_inbox set state = 'replied', reply = ${reply}, in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
+  }
+
+  async #deliver(item: InboxItem, generation: number): Promise<void> {
+    const { sql } = this.host;
+    const reply = item.reply ?? APOLOGY;
+    const text = item.first_contact && !reply.startsWith(this.host.welcome) ? `${this.host.welcome}\n\n${reply}` : reply;
+    sql`update soma_inbox set state = 'delivering' where id = ${item.id}`;
+    try {
+      await this.host.send(item.chat_id, text);
+    } catch (error) {
+      if (generation !== this.#generation) return;
+      if ((await this.host.classify(error)) === "permanent") {
+        // Telegram refused the message itself (the chat is gone, the bot was blocked): nothing to retry.
+        this.host.log("error", { inbox: item.id, delivery: describeError(error) });
+        sql`update soma_inbox set state = coalesce(outcome, 'done'), last_error = ${describeError(error)} where id = ${item.id}`;
+        return;
+      }
+      sql`update soma_inbox set state = 'replied' where id = ${item.id}`;
+      return this.#failed({ ...item, attempts: item.attempts + 1 }, error, "transient");
+    }
+    if (generation !== this.#generation) return;
+    sql`update soma_inbox set state = coalesce(outcome, 'done'), first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
+  }
+
+  /** One failed attempt: try again later (an outage), or give up (past the window, or not an outage). */
+  async #failed(item: InboxItem, error: unknown, known?: FailureKind): Promise<void> {
+    const { sql } = this.host;
+    const kind = known ?? (await this.host.classify(error));
+    const now = Date.now();
+    const firstFailedAt = item.first_failed_at ?? now;
+    const failures = item.failures + (kind === "permanent" ? 1 : 0);
+    const message = describeError(error);
+    this.host.log(kind === "permanent" ? "error" : "warn", { inbox: item.id, phase: item.state, failure: kind, attempt: item.attempts, error: message });
+    if (item.state === "pending" && kind === "permanent" && failures >= MAX_PERMANENT_ATTEMPTS) return this.#setAside(item, "dead", message);
+    if (now - firstFailedAt >= this.host.retryWindowMs()) {
+      if (item.state === "pending") return this.#setAside(item, "failed", message);
+      // The reply itself could not be delivered for the whole window: it stays stored, undelivered.
+      sql`update soma_inbox set state = 'failed', last_error = ${message} where id = ${item.id}`;
+      return;
+    }
+    let next = now + retryDelayMs(item.attempts);
+    const notice = !item.noticed && now - firstFailedAt >= NOTICE_AFTER_MS;
+    if (!item.noticed && !notice) next = Math.min(next, firstFailedAt + NOTICE_AFTER_MS);
+    sql`update soma_inbox set failures = ${failures}, first_failed_at = ${firstFailedAt}, next_attempt_at = ${next},
+        noticed = ${item.noticed || notice ? 1 : 0}, last_error = ${message} where id = ${item.id}`;
+    await this.host.wakeAt(next);
+    if (notice) {
+      // At most one notice per message, even if sending it fails (the Bot API may be what is down).
+      await this.host.send(item.chat_id, OUTAGE_NOTICE).catch((sendError: unknown) =>
+        this.host.log("warn", { inbox: item.id, notice: describeError(sendError) }),
+      );
+    }
+  }
+
+  /** Gives up on answering: the apology is the reply, and the item keeps its error. */
+  async #setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void> {
+    await this.host.setAside(item, outcome, error).catch((setAsideError: unknown) =>
+      this.host.log("error", { inbox: item.id, setAside: describeError(setAsideError) }),
+    );
+    this.host.sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, outcome = ${outcome}, in_attempt = 0,
+                  first_failed_at = null, next_attempt_at = 0, last_error = ${error} where id = ${item.id}`;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -241,7 +241,7 @@ export class Inbox {
     const interrupted = item.interrupted + item.in_attempt;
     sql`update soma_inbox set attempts = attempts + 1, in_attempt = 1, interrupted = ${interrupted} where id = ${item.id}`;
     if (interrupted >= MAX_INTERRUPTED) {
-      return this.#setAside(item, "dead", `the agent stopped during ${interrupted} attempts to answer it`);
+      return this.#setAside({ ...item, attempts: item.attempts + 1 }, "dead", `the agent stopped during ${interrupted} attempts to answer it`);
     }
     const controller = new AbortController();
     this.#current = controller;

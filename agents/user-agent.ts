@@ -48,6 +48,9 @@ const NAME_KEY = "__ps_name";
 
 const SSE = new TextEncoder();
 
+/** Errors of a tool call the model got wrong: reported to the model, never a failed turn. */
+const MODEL_MISTAKES = new Set(["AI_InvalidToolInputError", "AI_NoSuchToolError", "AI_ToolCallRepairError"]);
+
 export { APOLOGY };
 
 /** Per-minute limits per person (Telegram's is configurable: TELEGRAM_MESSAGES_PER_MINUTE). */
@@ -282,7 +285,9 @@ export class UserAgent extends AIChatAgent<Env> {
             },
           });
           const onError = (error: unknown) => {
-            failure ??= error;
+            // A malformed tool call is the model's mistake, answered to the model as a tool error; it
+            // does not fail the turn.
+            if (!MODEL_MISTAKES.has((error as Error | undefined)?.name ?? "")) failure ??= error;
             return describeError(error);
           };
           for await (const chunk of result.toUIMessageStream({ onError })) {
@@ -417,7 +422,7 @@ export class UserAgent extends AIChatAgent<Env> {
         chatId: item.chat_id,
         text: item.text,
         error,
-        attempts: item.attempts + 1,
+        attempts: item.attempts,
       });
     }
   }

@@ -1,0 +1,123 @@
+// No poison pill: an update that cannot be stored, or a message that cannot be answered, for a reason
+// that is not an outage is retried a few times, then kept as a dead letter with its error and
+// acknowledged; it never blocks the person's later messages and is never redelivered forever.
+import { env } from "cloudflare:workers";
+import { getAgentByName } from "agents";
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { MAX_STORE_ATTEMPTS } from "../../../agents/dead-letters";
+import { APOLOGY } from "../../../agents/inbox-policy";
+import type { UserAgent } from "../../../agents/user-agent";
+import { createPerson } from "../../../db/repositories/auth";
+import { botCalls, call, newChatId, testDatabase, waitForReplies } from "../helpers";
+import { footprint, newUpdateId, postUpdate, textUpdate } from "./support";
+
+interface DeadLetterView {
+  key: string;
+  origin: string;
+  personId: string | null;
+  updateId: number | null;
+  error: string;
+  attempts: number;
+  textLength: number;
+  textPreview: string;
+}
+
+async function deadLetters(): Promise<DeadLetterView[]> {
+  const response = await call("/api/ops/dead-letters?limit=1000");
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { deadLetters: DeadLetterView[] }).deadLetters;
+}
+
+describe("a poison update at the webhook", () => {
+  it("is refused for redelivery a few times, then dead-lettered with its error and acknowledged", async () => {
+    const chatId = newChatId();
+    const updateId = newUpdateId();
+    // Storing fails for a reason that is not an outage (here: the agent rejects the stored shape, as a
+    // bug or a changed contract would) while Postgres is up.
+    const agents = {
+      idFromName: (name: string) => env.UserAgent.idFromName(name),
+      get: () => ({
+        __unsafe_ensureInitialized: async () => {},
+        enqueueTelegramMessage: async () => {
+          throw new TypeError("Cannot read properties of undefined (reading 'text')");
+        },
+      }),
+    };
+    const { callWithEnv } = await import("../helpers");
+    const post = () =>
+      callWithEnv({ UserAgent: agents }, "/api/messenger/webhook", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
+        body: JSON.stringify(textUpdate(chatId, "hello", updateId)),
+      });
+    const statuses: number[] = [];
+    for (let delivery = 0; delivery < MAX_STORE_ATTEMPTS + 2; delivery++) statuses.push((await post()).status);
+    expect(statuses).toEqual([...Array(MAX_STORE_ATTEMPTS - 1).fill(500), 200, 200, 200]);
+    const letter = (await deadLetters()).find((l) => l.key === `webhook:${updateId}`);
+    expect(letter).toMatchObject({ origin: "webhook", updateId, textPreview: "hello", textLength: 5 });
+    expect(letter!.attempts).toBeGreaterThanOrEqual(MAX_STORE_ATTEMPTS);
+    expect(letter!.error).toMatch(/TypeError: Cannot read properties/);
+    expect(await botCalls(chatId)).toEqual([]);
+  });
+
+  it("an outage is never dead-lettered: a sender the database cannot be reached for gets 500 every time", async () => {
+    const chatId = newChatId();
+    const updateId = newUpdateId();
+    const down = { HYPERDRIVE: { connectionString: env.HANGING_DATABASE_URL.replace(/:\d+\//, ":1/") } };
+    const { callWithEnv } = await import("../helpers");
+    const post = () =>
+      callWithEnv(down, "/api/messenger/webhook", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
+        body: JSON.stringify(textUpdate(chatId, "hello", updateId)),
+      });
+    const statuses: number[] = [];
+    for (let delivery = 0; delivery < MAX_STORE_ATTEMPTS + 1; delivery++) statuses.push((await post()).status);
+    expect(statuses).toEqual(Array(MAX_STORE_ATTEMPTS + 1).fill(500));
+    expect((await deadLetters()).some((l) => l.key === `webhook:${updateId}`)).toBe(false);
+  });
+});
+
+describe("a poison message in the inbox", () => {
+  it("is set aside after a few attempts with the apology; the messages behind it are answered; operators see it", async () => {
+    const chatId = newChatId();
+    const person = await createPerson(testDatabase(), { displayName: "Poison", telegramUserId: chatId, telegramChatId: chatId });
+    // A NUL in a command's argument fails its query every time (a permanent failure, not an outage).
+    const poison = textUpdate(chatId, "/memories bo\u0000ok");
+    for (const update of [poison, textUpdate(chatId, "I read Nightwood")]) expect((await postUpdate(update)).status).toBe(200);
+    const replies = await waitForReplies(chatId, 2, 15_000);
+    expect(replies).toEqual([APOLOGY, "Noted: Nightwood (book). I'll remember it."]);
+    const letter = (await deadLetters()).find((l) => l.key === `${person.id}:telegram:${poison.update_id}`);
+    expect(letter).toMatchObject({ origin: "inbox", personId: person.id, updateId: poison.update_id, attempts: 3 });
+    expect(letter!.error).toMatch(/Failed query/);
+    // Kept in the conversation, with the apology after it, where the person can see it.
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    const transcript = await runInDurableObject(agent, (instance: UserAgent) =>
+      instance.messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.type === "text" ? p.text : "")).join("")}`),
+    );
+    expect(transcript.slice(0, 2)).toEqual(["user: /memories bo\u0000ok", `assistant: ${APOLOGY}`]);
+    const states = await runInDurableObject(agent, (instance: UserAgent) => [...instance.sql<{ state: string }>`select state from soma_inbox order by sort_key`].map((r) => r.state));
+    expect(states).toEqual(["dead", "done"]);
+    expect(await footprint(person.id)).toMatchObject({ entities: 1 });
+  });
+});
+
+describe("GET /api/ops/dead-letters", () => {
+  it("answers a bad limit with 400 JSON", async () => {
+    const response = await call("/api/ops/dead-letters?limit=0");
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { code: "bad_request" } });
+  });
+
+  it("needs the operator token when one is set, and is off in production without one", async () => {
+    const { callWithEnv } = await import("../helpers");
+    const withToken = { OPS_TOKEN: "ops-token-for-tests" };
+    expect((await callWithEnv(withToken, "/api/ops/dead-letters")).status).toBe(401);
+    expect((await callWithEnv(withToken, "/api/ops/dead-letters", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
+    expect((await callWithEnv(withToken, "/api/ops/dead-letters", { headers: { authorization: "Bearer ops-token-for-tests" } })).status).toBe(200);
+    const production = await callWithEnv({ ENVIRONMENT: "production", SESSION_SECRET: "s".repeat(32), MAIL_PUSH_TOKEN: "m" }, "/api/ops/dead-letters");
+    expect(production.status).toBe(401);
+    expect(await production.json()).toMatchObject({ error: { code: "unauthorized", message: expect.stringMatching(/OPS_TOKEN/) } });
+  });
+});

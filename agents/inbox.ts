@@ -23,7 +23,7 @@ const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** The watchdog alarm is never further away than this while anything is pending. */
 export const WATCHDOG_MS = 10_000;
 /** An attempt that has shown no progress for this long is stuck (every call in it has a shorter deadline). */
-const STUCK_AFTER_MS = 120_000;
+export const STUCK_AFTER_MS = 120_000;
 /** Attempts that began and never ended (the agent died each time) before the item is set aside. */
 const MAX_INTERRUPTED = 5;
 /**
@@ -88,6 +88,8 @@ export interface InboxHost {
   /** Text prepended to the first reply of a person's first contact. */
   welcome: string;
   retryWindowMs(): number;
+  /** After how long without progress a drain counts as stuck (STUCK_AFTER_MS). */
+  stuckAfterMs(): number;
   log(level: "error" | "warn" | "info", fields: Record<string, unknown>): void;
 }
 
@@ -188,7 +190,7 @@ export class Inbox {
    * replaces a drain that stopped making progress (its attempt is aborted and never writes again).
    */
   async watchdog(): Promise<void> {
-    if (this.#draining && Date.now() - this.#beatAt > STUCK_AFTER_MS) {
+    if (this.#draining && Date.now() - this.#beatAt > this.host.stuckAfterMs()) {
       this.host.log("error", { inbox: "stuck drain replaced", idleMs: Date.now() - this.#beatAt });
       this.#current?.abort(new Error("stuck drain replaced by the watchdog"));
       this.#generation++;

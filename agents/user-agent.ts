@@ -27,7 +27,7 @@ import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "./faults";
-import { Inbox, type InboxItem, type InboxKind } from "./inbox";
+import { Inbox, STUCK_AFTER_MS, type InboxItem, type InboxKind } from "./inbox";
 import { APOLOGY } from "./inbox-policy";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
@@ -90,6 +90,8 @@ export class UserAgent extends AIChatAgent<Env> {
   turnBudgetMs = TURN_BUDGET_MS;
   /** How long an outage is waited out (INBOX_RETRY_WINDOW_SECONDS); tests shorten it. */
   retryWindowMs: number | undefined;
+  /** After how long without progress the watchdog replaces a drain; tests shorten it. */
+  stuckAfterMs = STUCK_AFTER_MS;
   /** HTTP clients of `chat()` waiting for the chunks of their turn, by user message id. */
   readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
   /** Why a Telegram turn failed, by user message id: the inbox retries it or gives up on it. */
@@ -188,6 +190,11 @@ export class UserAgent extends AIChatAgent<Env> {
   async settle(): Promise<{ pending: number }> {
     await this.#getInbox().kick();
     return { pending: this.#getInbox().pendingCount() };
+  }
+
+  /** Whether the inbox is being drained, since when without progress, and what is pending (operators, tests). */
+  inboxStatus(): { draining: boolean; lastProgressMs: number | null; pending: number } {
+    return this.#getInbox().status();
   }
 
   /** Counts one input on `channel` and says whether it is within the per-minute limit. */
@@ -342,6 +349,7 @@ export class UserAgent extends AIChatAgent<Env> {
       setAside: (item, outcome, error) => this.#setAside(item, outcome, error),
       welcome: WELCOME,
       retryWindowMs: () => this.retryWindowMs ?? loadConfig(this.env).INBOX_RETRY_WINDOW_SECONDS * 1000,
+      stuckAfterMs: () => this.stuckAfterMs,
       log: (level, fields) => logJson(level, { agent: this.userId, ...fields }),
     });
     return this.#inbox;

@@ -262,4 +262,29 @@ describe("the watchdog", () => {
     await agent.settle();
     expect(await botReplies(chatId)).toHaveLength(3);
   });
+
+  it("tells a stuck drain from a running one: a turn hung past every deadline is replaced, and answered once", async () => {
+    const { agent, chatId, send } = await setUp();
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      instance.turnBudgetMs = 60_000;
+      instance.stuckAfterMs = 1500;
+      const model = scriptedModel([{ text: "second attempt" }]);
+      const stream = model.doStream.bind(model);
+      let calls = 0;
+      // The first call hangs and ignores its abort signal: a dependency with no deadline at all.
+      model.doStream = (options) => (calls++ === 0 ? new Promise(() => {}) : stream(options));
+      instance.modelOverride = model;
+    });
+    await send("anyone?");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A watchdog alarm while the drain is making progress leaves it alone…
+    await agent.resumeInbox();
+    expect(await runInDurableObject(agent, (instance: UserAgent) => instance.inboxStatus())).toMatchObject({ draining: true, pending: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // …and one after STUCK_AFTER_MS without progress replaces it.
+    await agent.resumeInbox();
+    while ((await agent.settle()).pending > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await botReplies(chatId)).toEqual(["second attempt"]);
+  });
 });

@@ -3,9 +3,17 @@
 // `set_config('role', …, true)` (= SET LOCAL ROLE) and, for user data, pins `app.user_id` for the
 // row-level-security policies (db/sql/0200_rls.sql). Transaction-local settings also keep this correct
 // behind Hyperdrive's transaction pooling: nothing leaks to the next borrower of the connection.
+//
+// Deadlines: a connection attempt gives up after `connectTimeoutSeconds`; each statement after
+// `statementTimeoutMs` on the server (SQLSTATE 57014, query_canceled); and each whole transaction after
+// `transactionDeadlineMs` on the client, because a server that stops answering altogether (stopped,
+// behind a network black hole) never enforces its own timeout. When that last deadline expires the
+// call rejects with DeadlineError("postgres") and the pool is thrown away: its connections may be
+// stuck, so the next call opens fresh ones instead of queueing behind them.
 import { sql as sqlTag } from "drizzle-orm";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
+import { DeadlineError, withDeadline } from "./deadline";
 import * as schema from "./schema";
 
 export type Schema = typeof schema;
@@ -27,16 +35,34 @@ export class InvalidUserIdError extends Error {
 export interface DatabaseOptions {
   /** Pool size. Hyperdrive pools for us in production, so a handful per isolate is enough. */
   max?: number;
-  /** Seconds to wait for a TCP connection before failing. */
+  /** Seconds to wait for a connection (TCP and the startup handshake) before failing. Default 5. */
   connectTimeoutSeconds?: number;
+  /**
+   * Server-side limit of each statement, set transaction-locally at the start of every transaction
+   * (`statement_timeout`); the server cancels a longer one with SQLSTATE 57014. Default 10 000 ms.
+   */
+  statementTimeoutMs?: number;
+  /**
+   * Client-side deadline of each whole transaction (withUser/withAuth/withSystem, the work included).
+   * On expiry the call rejects with DeadlineError("postgres") and the pool is recycled. Default 15 000 ms.
+   */
+  transactionDeadlineMs?: number;
   /** Seconds after which an unused connection is closed (a Durable Object keeps its Database for life). */
   idleTimeoutSeconds?: number;
   /** A socket factory in postgres.js's shape (db/workerd-socket.ts inside workerd). */
   socket?: (options: { host: string[]; port: number[] }) => Promise<unknown>;
 }
 
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+export const DEFAULT_TRANSACTION_DEADLINE_MS = 15_000;
+
+interface Pool {
+  client: postgres.Sql;
+  db: Drizzle;
+}
+
 export class Database {
-  #pool: { client: postgres.Sql; db: Drizzle } | undefined;
+  #pool: Pool | undefined;
 
   // The pool is built on first use: a Worker makes a Database per request, and most requests (pages,
   // 404s, the webhook of a known sender) never query. Building it eagerly cost ~0.3 ms per request.
@@ -49,11 +75,7 @@ export class Database {
     return this.#open().client;
   }
 
-  get #db(): Drizzle {
-    return this.#open().db;
-  }
-
-  #open() {
+  #open(): Pool {
     if (!this.#pool) {
       const client = postgres(this.connectionString, {
         max: this.options.max ?? 5,
@@ -105,14 +127,31 @@ export class Database {
   }
 
   #transaction<T>(role: AppRole, userId: string | null, work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.#db.transaction(async (tx) => {
-      // One round trip: the role, the person, and the vector-search settings recall relies on (HNSW
-      // scans that continue past rows the person filter drops, with a search width of 20).
+    const pool = this.#open();
+    const statementTimeout = `${Math.max(0, Math.round(this.options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS))}ms`;
+    const transaction = pool.db.transaction(async (tx) => {
+      // One round trip: the role, the person, the statement timeout, and the vector-search settings
+      // recall relies on (HNSW scans that continue past rows the person filter drops, width 20).
       await tx.execute(
         sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true),
+                      set_config('statement_timeout', ${statementTimeout}, true),
                       set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '20', true)`,
       );
       return work(tx);
     });
+    return withDeadline(transaction, this.options.transactionDeadlineMs ?? DEFAULT_TRANSACTION_DEADLINE_MS, "postgres").catch((error: unknown) => {
+      if (error instanceof DeadlineError) this.#recycle(pool);
+      throw error;
+    });
+  }
+
+  /**
+   * Drops `pool` without waiting for it: its connections are ended at once (their queries, the hung
+   * one included, reject with postgres.js's CONNECTION_DESTROYED, handled here or by withDeadline), and
+   * the next call builds a new pool. A long-lived Durable Object never accumulates hung connections.
+   */
+  #recycle(pool: Pool): void {
+    if (this.#pool === pool) this.#pool = undefined;
+    pool.client.end({ timeout: 0 }).catch(() => {});
   }
 }

@@ -1,40 +1,106 @@
 // Sends replies through the Telegram Bot API (grammY's Api client, pointed at TELEGRAM_API_ROOT).
 // Telegram refusing (GrammyError) and the network failing (HttpError) are told apart: 429 and 5xx
 // are retried, honouring retry_after; other refusals are final.
+//
+// Deadlines (grammY's own default is 500 s a call): each Bot API call gives up after `timeoutSeconds`
+// and then fails as a grammY HttpError (its `error` says "Request to 'sendMessage' timed out …"),
+// which is retried like any network failure; a whole sendText (every piece, retry and retry wait)
+// gives up after `sendDeadlineMs` with DeadlineError("telegram"); a 429 whose retry_after would end
+// past that deadline is not waited out but thrown at once (GrammyError 429). HttpError, DeadlineError,
+// GrammyError 429 and 5xx are all transient. typing() is bounded by `typingDeadlineMs` and never throws.
 import { Api, GrammyError, HttpError } from "grammy";
+import { DeadlineError, withDeadline } from "../db/deadline";
 
 /** Telegram's limit for one message. */
 export const TELEGRAM_MESSAGE_LIMIT = 4096;
 const MAX_ATTEMPTS = 4;
 const MAX_RETRY_AFTER_SECONDS = 30;
 
+export const DEFAULT_TELEGRAM_TIMEOUT_SECONDS = 10;
+export const DEFAULT_SEND_DEADLINE_MS = 45_000;
+export const DEFAULT_TYPING_DEADLINE_MS = 5_000;
+
+type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export interface TelegramSenderOptions {
+  /** Deadline of one Bot API call, in seconds (grammY's `timeoutSeconds`). Default 10. */
+  timeoutSeconds?: number;
+  /** Deadline of one whole sendText: every piece, every retry and every wait between. Default 45 000 ms. */
+  sendDeadlineMs?: number;
+  /** Deadline of typing() (best effort). Default 5 000 ms. */
+  typingDeadlineMs?: number;
+  /** Waits between retries (tests pass a quick one); the signal aborts at the send's deadline. */
+  sleep?: Sleep;
+}
+
+/** grammY's Node typings name the `abort-controller` package's AbortSignal; at run time any standard one works. */
+type GrammySignal = Parameters<Api["sendMessage"]>[3];
+const grammySignal = (signal: AbortSignal) => signal as unknown as GrammySignal;
+
+const abortableSleep: Sleep = (ms, signal) =>
+  new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    }
+  });
+
 export class TelegramSender {
   readonly #api: Api;
+  readonly #sleep: Sleep;
+  readonly #sendDeadlineMs: number;
+  readonly #typingDeadlineMs: number;
 
-  constructor(token: string, apiRoot: string, private readonly sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))) {
-    this.#api = new Api(token, { apiRoot });
+  /** `options` may also be just the sleep function (the earlier signature). */
+  constructor(token: string, apiRoot: string, options: TelegramSenderOptions | Sleep = {}) {
+    const settings = typeof options === "function" ? { sleep: options } : options;
+    this.#api = new Api(token, { apiRoot, timeoutSeconds: settings.timeoutSeconds ?? DEFAULT_TELEGRAM_TIMEOUT_SECONDS });
+    this.#sleep = settings.sleep ?? abortableSleep;
+    this.#sendDeadlineMs = settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
+    this.#typingDeadlineMs = settings.typingDeadlineMs ?? DEFAULT_TYPING_DEADLINE_MS;
   }
 
-  /** Sends `text`, split at paragraph or line boundaries when longer than Telegram allows. */
+  /**
+   * Sends `text`, split at paragraph or line boundaries when longer than Telegram allows. Within the
+   * send deadline or not at all: DeadlineError("telegram") when it expires (pieces already sent stay sent).
+   */
   async sendText(chatId: number, text: string): Promise<void> {
-    for (const chunk of splitMessage(text)) {
-      await this.#withRetries(() => this.#api.sendMessage(chatId, chunk, { link_preview_options: { is_disabled: true } }));
-    }
+    const pieces = splitMessage(text);
+    const deadlineAt = Date.now() + this.#sendDeadlineMs;
+    await withDeadline(
+      async (signal) => {
+        for (const piece of pieces) {
+          await this.#withRetries(
+            () => this.#api.sendMessage(chatId, piece, { link_preview_options: { is_disabled: true } }, grammySignal(signal)),
+            signal,
+            deadlineAt,
+          );
+        }
+      },
+      this.#sendDeadlineMs,
+      "telegram",
+    );
   }
 
-  /** Shows "typing…" in the chat (best effort: a failure here never fails a turn). */
+  /** Shows "typing…" in the chat (best effort: a failure or a slow Bot API never fails or holds a turn). */
   async typing(chatId: number): Promise<void> {
-    await this.#api.sendChatAction(chatId, "typing").catch(() => {});
+    await withDeadline((signal) => this.#api.sendChatAction(chatId, "typing", undefined, grammySignal(signal)), this.#typingDeadlineMs, "telegram").catch(() => {});
   }
 
-  async #withRetries<T>(call: () => Promise<T>): Promise<T> {
+  async #withRetries<T>(call: () => Promise<T>, signal: AbortSignal, deadlineAt: number): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await call();
       } catch (error) {
+        if (signal.aborted) throw signal.reason instanceof DeadlineError ? signal.reason : error;
         const delay = retryDelay(error, attempt);
-        if (delay === null || attempt >= MAX_ATTEMPTS) throw error;
-        await this.sleep(delay);
+        // Final, out of attempts, or a wait that would outlast the deadline: the caller decides now.
+        if (delay === null || attempt >= MAX_ATTEMPTS || Date.now() + delay >= deadlineAt) throw error;
+        await this.#sleep(delay, signal);
+        if (signal.aborted) throw signal.reason instanceof DeadlineError ? signal.reason : error;
       }
     }
   }

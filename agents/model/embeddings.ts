@@ -1,28 +1,33 @@
 // Embeddings for memory: Workers AI bge-m3 in production, any OpenAI-style /embeddings server, or a
 // local deterministic embedder of the same width (hashed words and character trigrams) that needs no
 // network. All produce unit vectors of EMBEDDING_DIMENSIONS, so recall works the same with each.
+// A remote embedder answers within EMBEDDING_DEADLINE_MS or fails with DeadlineError("embeddings").
+import { withDeadline } from "../../db/deadline";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import type { Config } from "../config";
+
+/** The longest one embed() call waits for Workers AI or an embeddings server (the body included). */
+export const EMBEDDING_DEADLINE_MS = 8_000;
 
 export interface Embedder {
   readonly name: string;
   embed(texts: string[]): Promise<number[][]>;
 }
 
-/** The embedder `config` asks for. */
 /** The Workers AI binding, as far as embeddings use it (keeps this file free of workerd-only types). */
 interface AiBinding {
   run(model: string, input: { text: string[] }): Promise<unknown>;
 }
 
-export function createEmbedder(config: Config, env: { AI?: AiBinding }): Embedder {
+/** The embedder `config` asks for; `deadlineMs` bounds each call of a remote one. */
+export function createEmbedder(config: Config, env: { AI?: AiBinding }, deadlineMs = EMBEDDING_DEADLINE_MS): Embedder {
   switch (config.EMBEDDING_PROVIDER) {
     case "local":
       return localEmbedder;
     case "openai-compatible":
-      return openAiCompatibleEmbedder(config);
+      return openAiCompatibleEmbedder(config, deadlineMs);
     case "workers-ai":
-      return workersAiEmbedder(env.AI, config.EMBEDDING_MODEL ?? "@cf/baai/bge-m3");
+      return workersAiEmbedder(env.AI, config.EMBEDDING_MODEL ?? "@cf/baai/bge-m3", deadlineMs);
   }
 }
 
@@ -31,33 +36,42 @@ export const localEmbedder: Embedder = {
   embed: async (texts) => texts.map(embedLocally),
 };
 
-function workersAiEmbedder(ai: AiBinding | undefined, model: string): Embedder {
+function workersAiEmbedder(ai: AiBinding | undefined, model: string, deadlineMs: number): Embedder {
   return {
     name: `workers-ai:${model}`,
     async embed(texts) {
       if (!ai) throw new Error("EMBEDDING_PROVIDER=workers-ai needs the AI binding");
-      const output = (await ai.run(model, { text: texts })) as { data?: number[][] };
+      // The binding takes no signal: the call is raced, and left to finish unobserved after the deadline.
+      const output = (await withDeadline(ai.run(model, { text: texts }), deadlineMs, "embeddings")) as { data?: number[][] };
       return checked(output.data, texts.length);
     },
   };
 }
 
-function openAiCompatibleEmbedder(config: Config): Embedder {
+function openAiCompatibleEmbedder(config: Config, deadlineMs: number): Embedder {
   const baseUrl = config.AI_BASE_URL;
   return {
     name: `openai-compatible:${config.EMBEDDING_MODEL ?? "default"}`,
     async embed(texts) {
       if (!baseUrl) throw new Error("EMBEDDING_PROVIDER=openai-compatible needs AI_BASE_URL");
-      const response = await fetch(`${baseUrl.replace(/\/$/, "")}/embeddings`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(config.AI_API_KEY ? { authorization: `Bearer ${config.AI_API_KEY}` } : {}),
+      // The signal aborts the request (and the reading of its body) at the deadline.
+      const body = await withDeadline(
+        async (signal) => {
+          const response = await fetch(`${baseUrl.replace(/\/$/, "")}/embeddings`, {
+            method: "POST",
+            headers: {
+              "content-type": "application/json",
+              ...(config.AI_API_KEY ? { authorization: `Bearer ${config.AI_API_KEY}` } : {}),
+            },
+            body: JSON.stringify({ model: config.EMBEDDING_MODEL, input: texts }),
+            signal,
+          });
+          if (!response.ok) throw new Error(`embeddings server answered ${response.status}`);
+          return (await response.json()) as { data?: Array<{ embedding: number[]; index?: number }> };
         },
-        body: JSON.stringify({ model: config.EMBEDDING_MODEL, input: texts }),
-      });
-      if (!response.ok) throw new Error(`embeddings server answered ${response.status}`);
-      const body = (await response.json()) as { data?: Array<{ embedding: number[]; index?: number }> };
+        deadlineMs,
+        "embeddings",
+      );
       const sorted = [...(body.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
       return checked(sorted.map((d) => d.embedding), texts.length);
     },

@@ -1,6 +1,12 @@
 // The Inngest client of the app "soma", configured from the validated Worker config (a Worker has no
 // process.env for the SDK to read), and the one way the rest of Soma emits workflow events.
+//
+// Deadlines: every HTTP request this client makes gives up after SEND_DEADLINE_MS (an AbortSignal on
+// its fetch), and emitEvents as a whole — the SDK retries a failed send up to five times — gives up
+// after SEND_DEADLINE_MS too, aborting whatever attempt is in flight and every later one.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { Inngest } from "inngest";
+import { DeadlineError, withDeadline } from "../../db/deadline";
 import type { Config } from "../config";
 import { describeError, logJson } from "../log";
 
@@ -21,11 +27,39 @@ export function clientOptions(config: Config) {
   } as const;
 }
 
+/** The longest emitEvents waits for Inngest, and the longest any one request of the sending client waits. */
+export const SEND_DEADLINE_MS = 5_000;
+
+/** The deadline signal of the emitEvents call in progress (the SDK's retries run inside it). */
+const sendScope = new AsyncLocalStorage<AbortSignal>();
+
+/**
+ * fetch for the Inngest client: each request aborts after `ms`, or with the emitEvents call around it.
+ * A failure is rethrown as undici's "fetch failed" TypeError (the SDK otherwise logs every failure of a
+ * custom fetch as a misconfiguration), its cause the DeadlineError("inngest") or the network error.
+ */
+export function fetchWithDeadline(ms: number): typeof fetch {
+  return async (input, init) => {
+    const timeout = AbortSignal.timeout(ms);
+    const signals = [timeout];
+    if (init?.signal) signals.push(init.signal);
+    const scope = sendScope.getStore();
+    if (scope) signals.push(scope);
+    const signal = AbortSignal.any(signals);
+    try {
+      return await fetch(input, { ...init, signal });
+    } catch (error) {
+      const cause = timeout.aborted ? new DeadlineError("inngest", ms) : signal.aborted && signal.reason instanceof DeadlineError ? signal.reason : error;
+      throw new TypeError(`fetch failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    }
+  };
+}
+
 /** The client for sending events with this configuration (one per isolate and config). */
 export function inngestClient(config: Config): InngestClient {
   let client = clients.get(config);
   if (!client) {
-    client = new Inngest(clientOptions(config)) as InngestClient;
+    client = new Inngest({ ...clientOptions(config), fetch: fetchWithDeadline(SEND_DEADLINE_MS) }) as InngestClient;
     clients.set(config, client);
   }
   return client;
@@ -51,15 +85,17 @@ function eventsAddress(config: Config): string {
 }
 
 /**
- * Sends events without ever throwing: for callers whose own work must not fail or wait because
- * Inngest is unreachable (a chat turn). Returns whether Inngest accepted them.
+ * Sends events without ever throwing or waiting longer than `deadlineMs` (SEND_DEADLINE_MS): for
+ * callers whose own work must not fail or wait because Inngest is unreachable or hung (a chat turn).
+ * Returns whether Inngest accepted them; a hung Inngest is a failure like any other (paused after).
  */
-export async function emitEvents(config: Config, events: Sendable, context: Record<string, unknown>): Promise<boolean> {
+export async function emitEvents(config: Config, events: Sendable, context: Record<string, unknown>, deadlineMs = SEND_DEADLINE_MS): Promise<boolean> {
   if (!canSendEvents(config)) return false;
   const address = eventsAddress(config);
   if ((pausedUntil.get(address) ?? 0) > Date.now()) return false;
   try {
-    await inngestClient(config).send(events);
+    const client = inngestClient(config);
+    await withDeadline((signal) => sendScope.run(signal, () => client.send(events)), deadlineMs, "inngest");
     return true;
   } catch (error) {
     pausedUntil.set(address, Date.now() + PAUSE_AFTER_FAILURE_MS);
@@ -67,7 +103,7 @@ export async function emitEvents(config: Config, events: Sendable, context: Reco
     const dev = Boolean(config.INNGEST_DEV) && !config.INNGEST_EVENT_KEY;
     logJson("warn", {
       ...context,
-      workflows: `${dev ? "no Inngest dev server" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,
+      workflows: `${dev ? "no Inngest dev server" : error instanceof DeadlineError ? "send timed out" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,
       error: describeError(error),
     });
     return false;

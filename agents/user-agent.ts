@@ -466,7 +466,7 @@ export class UserAgent extends AIChatAgent<Env> {
   #sender(): TelegramSender {
     const config = loadConfig(this.env);
     if (!config.TELEGRAM_BOT_TOKEN) throw new Error("TELEGRAM_BOT_TOKEN is not set");
-    this.#telegram ??= new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT);
+    this.#telegram ??= new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS });
     return this.#telegram;
   }
 }

@@ -15,7 +15,7 @@ export function workflowDepsFromEnv(env: Env, db: Database): WorkflowDeps {
     embedder: createEmbedder(config, env),
     model: createChatModel(config, env),
     tracer: createTracer(config),
-    telegram: config.TELEGRAM_BOT_TOKEN ? new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT) : null,
+    telegram: config.TELEGRAM_BOT_TOKEN ? new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS }) : null,
     now: () => new Date(),
   };
 }

@@ -12,10 +12,11 @@ import { z } from "zod";
 import { mailboxOwner } from "../../db/repositories/connections";
 import type { Config } from "../../agents/config";
 import { describeError, logJson } from "../../agents/log";
-import { canSendEvents, inngestClient } from "../../agents/workflows/client";
+import { canSendEvents, inngestClient, SEND_DEADLINE_MS } from "../../agents/workflows/client";
 import { mailNotificationReceived } from "../../agents/workflows/events";
 import { secretsEqual } from "../auth/secrets";
 import { limitBody } from "../body-limit";
+import { withDeadline } from "../../db/deadline";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
@@ -90,7 +91,12 @@ export const mail = new Hono<AppEnv>().post(
     const config = c.var.config;
     if (!canSendEvents(config)) throw new ApiError("unavailable", "Workflows are not configured (INNGEST_EVENT_KEY); Pub/Sub will retry.");
     try {
-      await inngestClient(config).send(mailNotificationReceived.create({ userId, emailAddress, historyId }, { id: `gmail-push-${messageId}` }));
+      // Bounded like every outside call: past the deadline Pub/Sub redelivers (the event id dedupes).
+      await withDeadline(
+        inngestClient(config).send(mailNotificationReceived.create({ userId, emailAddress, historyId }, { id: `gmail-push-${messageId}` })),
+        SEND_DEADLINE_MS,
+        "inngest",
+      );
     } catch (error) {
       logJson("error", { route: "mail", requestId: c.var.requestId, pubsubMessageId: messageId, workflows: describeError(error) });
       throw new ApiError("unavailable", "Could not hand the notification to the workflow engine; Pub/Sub will retry.");

@@ -298,8 +298,9 @@ export class Inbox {
       return;
     }
     let next = now + retryDelayMs(item.attempts);
-    const notice = !item.noticed && now - firstFailedAt >= NOTICE_AFTER_MS;
-    if (!item.noticed && !notice) next = Math.min(next, firstFailedAt + NOTICE_AFTER_MS);
+    // The notice counts from when the person wrote: that is how long they have been waiting.
+    const notice = !item.noticed && now - item.received_at >= NOTICE_AFTER_MS;
+    if (!item.noticed && !notice) next = Math.min(next, item.received_at + NOTICE_AFTER_MS);
     sql`update soma_inbox set failures = ${failures}, first_failed_at = ${firstFailedAt}, next_attempt_at = ${next},
         noticed = ${item.noticed || notice ? 1 : 0}, last_error = ${message} where id = ${item.id}`;
     await this.host.wakeAt(next);

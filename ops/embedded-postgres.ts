@@ -33,16 +33,16 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   keepSocketErrorsHandled(server);
   const address = server.getServerConn();
   const port = Number(address.split(":").pop());
-  let stopped = false;
+  let stopping: Promise<void> | undefined;
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     port,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await server.stop();
-      await db.close();
-    },
+    // Every caller waits for the one close (the data directory is only safe once PGlite has closed).
+    stop: () =>
+      (stopping ??= (async () => {
+        await server.stop();
+        await db.close();
+      })()),
   };
 }
 

@@ -146,7 +146,11 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       const shutdown = () => void running.stop().then(() => process.exit(0));
       process.once("SIGINT", shutdown);
       process.once("SIGTERM", shutdown);
-      void running.exited.then((code) => process.exit(code));
+      // wrangler gone (crashed, or stopped by the signal above): close the embedded Postgres first.
+      void running.exited.then(async (code) => {
+        await running.stop();
+        process.exit(code);
+      });
     },
     (error: unknown) => {
       console.error(`npm start failed: ${error instanceof Error ? error.message : String(error)}`);

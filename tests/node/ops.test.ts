@@ -271,7 +271,8 @@ describe("npm run secrets:check / secrets:push", () => {
     process.env.STUB_WRANGLER_STATE = stubState;
     const lines: string[] = [];
     const pushed = await pushSecrets({ WRANGLER_BIN: stub }, envFile(secretNames()), (l) => lines.push(l));
-    expect(pushed).toHaveLength(20);
+    expect(pushed).toHaveLength(21);
+    expect(pushed).toContain("OPS_TOKEN");
     expect(pushed).not.toContain("DATABASE_URL");
     expect(pushed).not.toContain("CLOUDFLARE_API_TOKEN");
     const stored = readStub().secrets;

@@ -134,7 +134,7 @@ describe("outages while npm start runs", () => {
     });
     const chatId = randomChatId();
 
-    const release = await hang(standIn, "sendMessage");
+    const release = await hang(standIn, "sendMessage", `"chat_id":${chatId}`);
     const hungAt = Date.now();
     expect(await post(service, chatId, "I read Beloved")).toBe(200);
     expect(await post(service, chatId, "I read Kindred")).toBe(200);

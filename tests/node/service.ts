@@ -76,7 +76,7 @@ export async function launch(options: LaunchOptions): Promise<Service> {
       TELEGRAM_API_ROOT: standIn,
       AI_PROVIDER: "openai-compatible",
       AI_BASE_URL: `${standIn}/v1`,
-      AI_MODEL: "stand-in",
+      AI_MODEL: SERVICE_MODEL,
       EMBEDDING_PROVIDER: "local",
       // The embedded Postgres unless the test gives one (a DATABASE_URL in the project's .env must not win).
       DATABASE_URL: "",
@@ -358,13 +358,18 @@ export function randomChatId(): number {
 
 const held = new Map<string, () => Promise<void>>();
 
+/** The model name every launched service asks the stand-in for: a "chat" hang matches only them. */
+export const SERVICE_MODEL = "service-under-test";
+
 /**
- * POST /__hang {target} at the stand-in, holding a lock across test files meanwhile: the stand-in is
- * shared by the whole run, and two files hanging and releasing the same target would release each
- * other's requests. Returns the release (POST /__release, then the lock goes).
+ * POST /__hang {target, match} at the stand-in: requests to `target` whose body contains `match` are
+ * held. "chat" hangs match this harness's model name by default (so the Worker suite running beside
+ * it is never held); Bot API hangs should match a chat id (`"chat_id":123`). A lock across test files
+ * is held meanwhile: two files hanging and releasing the same requests would release each other's.
+ * Returns the release (POST /__release, then the lock goes).
  */
-export async function hang(standIn: string, target: string, waitMs = 120_000): Promise<() => Promise<void>> {
-  const lock = `${tmpdir()}/soma-stand-in-hang-${new URL(standIn).port}-${target.replace(/\W/g, "_")}`;
+export async function hang(standIn: string, target: string, match = target === "chat" ? `"model":"${SERVICE_MODEL}"` : "", waitMs = 120_000): Promise<() => Promise<void>> {
+  const lock = `${tmpdir()}/soma-stand-in-hang-${new URL(standIn).port}-${`${target}-${match}`.replace(/\W/g, "_")}`;
   await waitFor(() => {
     try {
       mkdirSync(lock);
@@ -377,21 +382,21 @@ export async function hang(standIn: string, target: string, waitMs = 120_000): P
       return false;
     }
   }, waitMs, `the stand-in's "${target}" hang lock`);
-  const key = `${standIn} ${target}`;
+  const key = `${standIn} ${target} ${match}`;
   let released = false;
   const release = async () => {
     if (released) return;
     released = true;
     held.delete(key);
     try {
-      await control(standIn, "/__release", target);
+      await control(standIn, "/__release", target, match);
     } finally {
       rmSync(lock, { recursive: true, force: true });
     }
   };
   held.set(key, release);
   try {
-    await control(standIn, "/__hang", target);
+    await control(standIn, "/__hang", target, match);
   } catch (error) {
     await release().catch(() => {});
     throw error;
@@ -399,8 +404,8 @@ export async function hang(standIn: string, target: string, waitMs = 120_000): P
   return release;
 }
 
-async function control(standIn: string, path: string, target: string): Promise<void> {
-  const response = await fetch(`${standIn}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ target }) });
+async function control(standIn: string, path: string, target: string, match: string): Promise<void> {
+  const response = await fetch(`${standIn}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ target, match }) });
   if (!response.ok) throw new Error(`${path} ${target}: ${response.status}`);
   await response.arrayBuffer();
 }

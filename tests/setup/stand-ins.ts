@@ -5,10 +5,11 @@
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
-// GET /__requests lists chat-completion requests, POST /__hang {target} holds every request to a
-// target ("chat" for chat completions, "embeddings", or a Bot API method) without an answer until
-// POST /__release {target}: then each is answered as usual, unless its client gave up meanwhile (a
-// call that timed out never happened, and is not recorded).
+// GET /__requests lists chat-completion requests, POST /__hang {target, match} holds every request to
+// a target ("chat" for chat completions, "embeddings", or a Bot API method) whose body contains
+// `match` (e.g. a chat id or a model name, so that suites running at the same time never hold each
+// other's requests) without an answer until POST /__release {target, match}: then each is answered as
+// usual, unless its client gave up meanwhile (a call that timed out never happened, and is not recorded).
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { json, readBody } from "./http";
 import { workflowStandIns } from "./workflow-stand-ins";
@@ -48,13 +49,13 @@ export async function startStandIns(): Promise<StandIns> {
   /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
   const telemetry: Array<{ sink: "posthog" | "axiom" | "sentry"; path: string; authorization: string | null; query: string; body: string }> = [];
 
-  /** Targets whose requests are held unanswered, each with the releases of the requests waiting on it. */
-  const hung = new Map<string, Array<() => void>>();
-  /** Resolves at once, or on release for a hung target; false when the client gave up meanwhile (the call never happened). */
-  const holdIfHung = async (target: string, res: ServerResponse): Promise<boolean> => {
-    const waiting = hung.get(target);
-    if (!waiting) return true;
-    await new Promise<void>((resolve) => waiting.push(resolve));
+  /** Hangs by target and body match, each with the releases of the requests waiting on it. */
+  const hung = new Map<string, { target: string; match: string; waiting: Array<() => void> }>();
+  /** Resolves at once, or on release for a hung request; false when the client gave up meanwhile (the call never happened). */
+  const holdIfHung = async (target: string, body: string, res: ServerResponse): Promise<boolean> => {
+    const hang = [...hung.values()].find((h) => h.target === target && body.includes(h.match));
+    if (!hang) return true;
+    await new Promise<void>((resolve) => hang.waiting.push(resolve));
     return !(res.socket?.destroyed ?? true);
   };
 
@@ -63,11 +64,12 @@ export async function startStandIns(): Promise<StandIns> {
       const url = new URL(req.url ?? "/", "http://stand-in");
       const body = req.method === "POST" ? await readBody(req) : "";
       if (url.pathname === "/__hang" || url.pathname === "/__release") {
-        const { target } = JSON.parse(body) as { target: string };
-        if (url.pathname === "/__hang") hung.set(target, hung.get(target) ?? []);
+        const { target, match = "" } = JSON.parse(body) as { target: string; match?: string };
+        const key = JSON.stringify([target, match]);
+        if (url.pathname === "/__hang") hung.set(key, hung.get(key) ?? { target, match, waiting: [] });
         else {
-          for (const release of hung.get(target) ?? []) release();
-          hung.delete(target);
+          for (const release of hung.get(key)?.waiting ?? []) release();
+          hung.delete(key);
         }
         return json(res, 200, { ok: true });
       }
@@ -141,17 +143,17 @@ export async function startStandIns(): Promise<StandIns> {
 
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       if (bot) {
-        if (!(await holdIfHung(bot[2]!, res))) return;
+        if (!(await holdIfHung(bot[2]!, body, res))) return;
         return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
       }
       if (url.pathname === "/v1/chat/completions") {
-        if (!(await holdIfHung("chat", res))) return;
+        if (!(await holdIfHung("chat", body, res))) return;
         const request = JSON.parse(body) as ChatRequest;
         completionRequests.push(request);
         return chatCompletion(request, res);
       }
       if (url.pathname === "/v1/embeddings") {
-        if (!(await holdIfHung("embeddings", res))) return;
+        if (!(await holdIfHung("embeddings", body, res))) return;
         const { input } = JSON.parse(body) as { input: string[] };
         return json(res, 200, { data: input.map((text, index) => ({ index, embedding: pseudoEmbedding(text) })) });
       }

@@ -17,8 +17,9 @@ import { openWorkerdSocket, workerdDatabase } from "../../db/workerd-socket";
 import { botCalls, newChatId } from "./helpers";
 
 /** Holds every request to `target` at the stand-in until the returned release is called. */
-async function hang(target: string): Promise<() => Promise<void>> {
-  const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target }) }).then((r) => void r.body?.cancel());
+/** Holds the stand-in's requests to `target` whose body contains `match` (only this test's own). */
+async function hang(target: string, match: string): Promise<() => Promise<void>> {
+  const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target, match }) }).then((r) => void r.body?.cancel());
   await control("/__hang");
   return () => control("/__release");
 }
@@ -123,7 +124,7 @@ describe("Bot API", () => {
   it("a hung sendMessage fails each attempt at the call timeout, as grammY's HttpError, and is not sent later", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { timeoutSeconds: 0.2, sleep: async () => {} });
-    const release = await hang("sendMessage");
+    const release = await hang("sendMessage", `"chat_id":${chatId}`);
     let result: Awaited<ReturnType<typeof timed>>;
     try {
       result = await timed(() => sender.sendText(chatId, "hello?"));
@@ -143,7 +144,7 @@ describe("Bot API", () => {
   it("a whole send gives up at its deadline with DeadlineError, whatever the retries would still take", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { timeoutSeconds: 10, sendDeadlineMs: 400 });
-    const release = await hang("sendMessage");
+    const release = await hang("sendMessage", `"chat_id":${chatId}`);
     let result: Awaited<ReturnType<typeof timed>>;
     try {
       result = await timed(() => sender.sendText(chatId, "hello?"));
@@ -160,7 +161,7 @@ describe("Bot API", () => {
   it("typing is bounded by its own short deadline and never throws", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { typingDeadlineMs: 300 });
-    const release = await hang("sendChatAction");
+    const release = await hang("sendChatAction", `"chat_id":${chatId}`);
     let result: Awaited<ReturnType<typeof timed>>;
     try {
       result = await timed(() => sender.typing(chatId));
@@ -173,6 +174,8 @@ describe("Bot API", () => {
 });
 
 describe("embeddings", () => {
+  /** Only this test embeds it: the hang holds no other suite's requests. */
+  const HELD_TEXT = `held-${crypto.randomUUID()}`;
   const openAiCompatible = () => ({
     ...loadConfig(env),
     EMBEDDING_PROVIDER: "openai-compatible" as const,
@@ -182,10 +185,10 @@ describe("embeddings", () => {
 
   it("a hung embeddings server fails with DeadlineError at the deadline", async () => {
     const embedder = createEmbedder(openAiCompatible(), env, 300);
-    const release = await hang("embeddings");
+    const release = await hang("embeddings", HELD_TEXT);
     let result: Awaited<ReturnType<typeof timed>>;
     try {
-      result = await timed(() => embedder.embed(["Dune"]));
+      result = await timed(() => embedder.embed([HELD_TEXT]));
     } finally {
       await release();
     }
@@ -193,7 +196,7 @@ describe("embeddings", () => {
     expect(result.error).toMatchObject({ what: "embeddings" });
     expect(result.elapsed).toBeLessThan(1500);
     // Released, the same embedder answers as usual.
-    const [vector] = await embedder.embed(["Dune"]);
+    const [vector] = await embedder.embed([HELD_TEXT]);
     expect(vector).toHaveLength(1024);
   });
 
@@ -201,7 +204,7 @@ describe("embeddings", () => {
     // The AI binding cannot run in tests; this one stands in for a hung Workers AI.
     const hungAi = { run: () => new Promise<never>(() => {}) };
     const embedder = createEmbedder({ ...loadConfig(env), EMBEDDING_PROVIDER: "workers-ai" }, { AI: hungAi }, 300);
-    const result = await timed(() => embedder.embed(["Dune"]));
+    const result = await timed(() => embedder.embed([HELD_TEXT]));
     expect(result.error).toBeInstanceOf(DeadlineError);
     expect(result.error).toMatchObject({ what: "embeddings" });
     expect(result.elapsed).toBeLessThan(1500);

@@ -376,6 +376,13 @@ export class UserAgent extends AIChatAgent<Env> {
     if (answered !== null) return answered || APOLOGY;
     this.#showTyping(item.chat_id);
     const source = JSON.parse(item.source_ref) as SourceRef;
+    // A re-run after the person wrote elsewhere meanwhile: their message moves to the end, so that the
+    // turn answers it (a turn answers the newest user message).
+    const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
+    if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) {
+      await this.sessions.session().deleteMessages([messageId]);
+      this.messages = this.messages.filter((m) => m.id !== messageId);
+    }
     const present = this.messages.some((m) => m.id === messageId);
     const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source)]), { signal });
     const failure = this.#turnFailures.get(messageId);

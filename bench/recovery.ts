@@ -17,7 +17,7 @@ import { WEBHOOK_SECRET, hang, killEverything, launch, sent, startTap, stopAll, 
 import { markdownTable, round, summary, writeResults } from "./support";
 
 const ROUNDS = Number(process.env.BENCH_RECOVERY_ROUNDS ?? 3);
-const PEOPLE = 10;
+const PEOPLE = Number(process.env.BENCH_RECOVERY_PEOPLE ?? 10);
 const MESSAGES = 3;
 const OUTAGE_S = 20;
 

@@ -96,6 +96,19 @@ describe("duplicate deliveries", () => {
     expect((await inbox(person.id)).map((r) => r.state)).toEqual(["done"]);
   });
 
+  it("the copy that created the person arriving after the reply went out: the welcome follows on its own, once", async () => {
+    const { chatId, agent } = await knownPerson();
+    const stub = await agent();
+    const updateId = newUpdateId();
+    const input = { updateId, chatId, messageId: 1, text: "I read Late" };
+    expect((await stub.enqueueTelegramMessage({ ...input, firstContact: false })).status).toBe("queued");
+    await stub.settle();
+    expect(await botReplies(chatId)).toEqual([noted("Late")]);
+    for (let copy = 0; copy < 2; copy++) expect((await stub.enqueueTelegramMessage({ ...input, firstContact: true })).status).toBe("duplicate");
+    await stub.settle();
+    expect(await settledReplies(chatId, 2)).toEqual([noted("Late"), WELCOME]);
+  });
+
   it("the same Pub/Sub push five times at once is one Inngest event", async () => {
     const { userId, email } = await connectMailbox("storm-mail");
     const bearer = await pushToken();

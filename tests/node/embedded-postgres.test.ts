@@ -1,0 +1,82 @@
+// The embedded Postgres serves many clients on one PGlite session: a client's exchange must run whole
+// even when TCP splits it, or another client's statement in between replaces the unnamed portal.
+import { connect, type Socket } from "node:net";
+import postgres from "postgres";
+import { afterAll, describe, expect, it } from "vitest";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
+
+let database: EmbeddedPostgres | undefined;
+afterAll(async () => database?.stop());
+
+/** One wire-protocol message: type byte, int32 length (itself included), body. */
+function message(type: string, body: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head.write(type, 0);
+  head.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([head, body]);
+}
+const cstring = (text: string) => Buffer.from(`${text}\0`);
+const int16 = (n: number) => Buffer.from([n >> 8, n & 0xff]);
+const int32 = (n: number) => {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(n);
+  return b;
+};
+
+/** A raw client that reads until ReadyForQuery ('Z') and returns what came back. */
+function rawClient(port: number): Promise<{ socket: Socket; untilReady: () => Promise<Buffer> }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let received = Buffer.alloc(0);
+    let waiter: (() => void) | undefined;
+    socket.on("data", (data) => {
+      received = Buffer.concat([received, data]);
+      waiter?.();
+    });
+    const untilReady = () =>
+      new Promise<Buffer>((done) => {
+        const check = () => {
+          // ReadyForQuery is 'Z', length 5, status byte: the last 6 bytes of an exchange.
+          if (received.length >= 6 && received[received.length - 6] === 0x5a) {
+            const all = received;
+            received = Buffer.alloc(0);
+            waiter = undefined;
+            done(all);
+          }
+        };
+        waiter = check;
+        check();
+      });
+    socket.once("error", reject);
+    socket.once("connect", async () => {
+      const startup = Buffer.concat([int32(196608), cstring("user"), cstring("postgres"), cstring("database"), cstring("postgres"), Buffer.from([0])]);
+      socket.write(Buffer.concat([int32(startup.length + 4), startup]));
+      await untilReady();
+      resolve({ socket, untilReady });
+    });
+  });
+}
+
+describe("the embedded Postgres", () => {
+  it("runs a client's exchange whole when TCP splits it, whatever other clients send meanwhile", async () => {
+    database = await startEmbeddedPostgres();
+    const a = await rawClient(database.port);
+    const b = postgres(database.url, { max: 1, onnotice: () => {} });
+    // Client A: Parse + Bind of the unnamed statement and portal in one packet…
+    a.socket.write(Buffer.concat([
+      message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])),
+      message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
+    ]));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // …another client's statements run meanwhile (they replace the unnamed statement and portal)…
+    expect(await b`select ${"other"}::text as other`).toEqual([{ other: "other" }]);
+    // …then A's Execute + Sync in a second packet.
+    a.socket.write(Buffer.concat([message("E", Buffer.concat([cstring(""), int32(0)])), message("S", Buffer.alloc(0))]));
+    const reply = await a.untilReady();
+    expect(reply.includes(Buffer.from("does not exist"))).toBe(false);
+    expect(reply[0]).not.toBe(0x45); // no ErrorResponse
+    expect(reply.includes(Buffer.from("42"))).toBe(true); // the DataRow with the answer
+    a.socket.destroy();
+    await b.end();
+  });
+});

@@ -3,7 +3,7 @@
 // unreachable (never the apology for an outage this short), then the answer, once, with its memory
 // written; replies held up by Telegram delivered once each, in order, when it answers again.
 import postgres from "postgres";
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { APOLOGY, OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
 import { freePort } from "./helpers";
@@ -15,39 +15,19 @@ import {
   randomChatId,
   sent,
   sleep,
-  startTap,
-  stopAll,
   subjectOf,
   tempDir,
   waitFor,
   webhook,
-  wrapUp,
   type Service,
-  type Tap,
 } from "./service";
+import { useServices } from "./service-hooks";
 
 const standIn = inject("standInUrl");
-let tap: Tap;
 let database: EmbeddedPostgres | undefined;
-beforeAll(async () => {
-  tap = await startTap(standIn);
-});
-afterAll(async () => {
-  await tap?.stop();
-});
-afterEach(async (context) => {
-  let failure: unknown;
-  try {
-    await stopAll();
-  } catch (error) {
-    failure = error;
-  }
+const services = useServices(standIn, async () => {
   await database?.stop().catch(() => {});
   database = undefined;
-  const failed = failure !== undefined || context.task.result?.state === "fail";
-  const logs = wrapUp(failed);
-  if (failed) console.error(`service logs of "${context.task.name}":\n${logs}`);
-  if (failure) throw failure;
 });
 
 let updateId = 300_000_000 + Math.floor(Math.random() * 1e8);
@@ -67,7 +47,7 @@ describe("outages while npm start runs", () => {
     const service = await launch({
       stateDir: tempDir("soma-outage-"),
       port: await freePort(),
-      standIn: tap.url,
+      standIn: services.tap().url,
       env: { DATABASE_URL: database.url },
     });
     const chatId = randomChatId();
@@ -78,7 +58,7 @@ describe("outages while npm start runs", () => {
     const release = await hang(standIn, "chat");
     const hungAt = Date.now();
     expect(await post(service, chatId, "I just finished reading Solaris")).toBe(200);
-    await waitFor(() => tap.modelRequests("Solaris", hungAt).length > 0, 30_000, "the turn to reach the model");
+    await waitFor(() => services.tap().modelRequests("Solaris", hungAt).length > 0, 30_000, "the turn to reach the model");
 
     await database.stop();
     const downAt = Date.now();
@@ -101,7 +81,7 @@ describe("outages while npm start runs", () => {
 
     database = await startEmbeddedPostgres({ dataDir, port: database.port });
     const backAt = Date.now();
-    await waitFor(async () => (await replies()).some((text) => subjectOf(text, tap, ["Solaris"]) === "Solaris"), 30_000, "the answer once the database is back")
+    await waitFor(async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Solaris"]) === "Solaris"), 30_000, "the answer once the database is back")
       .catch(async (error: Error) => {
         throw new Error(`${error.message}; texts so far: ${JSON.stringify(await replies())}`);
       });
@@ -110,7 +90,7 @@ describe("outages while npm start runs", () => {
 
     const texts = await replies();
     expect(texts.filter((text) => text === APOLOGY), "no apology").toEqual([]);
-    expect(texts.map((text) => (text === OUTAGE_NOTICE ? "notice" : subjectOf(text, tap, ["Solaris"]) ?? text))).toEqual(["notice", "Solaris"]);
+    expect(texts.map((text) => (text === OUTAGE_NOTICE ? "notice" : subjectOf(text, services.tap(), ["Solaris"]) ?? text))).toEqual(["notice", "Solaris"]);
 
     const owner = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
@@ -129,7 +109,7 @@ describe("outages while npm start runs", () => {
     const service = await launch({
       stateDir: tempDir("soma-outage-bot-"),
       port: await freePort(),
-      standIn: tap.url,
+      standIn: services.tap().url,
       env: { TELEGRAM_API_TIMEOUT_SECONDS: String(deadlineSeconds) },
     });
     const chatId = randomChatId();
@@ -144,7 +124,7 @@ describe("outages while npm start runs", () => {
     await sleep(8000);
     // Each attempt is abandoned at the deadline (the stand-in then drops it: nothing recorded) and
     // tried again: a held call never holds the inbox longer than TELEGRAM_API_TIMEOUT_SECONDS.
-    const attempts = tap.botAttempts("sendMessage", chatId).filter((a) => a.at >= hungAt);
+    const attempts = services.tap().botAttempts("sendMessage", chatId).filter((a) => a.at >= hungAt);
     const heldFor = attempts.map((a) => (a.gaveUpAt ?? Date.now()) - a.at);
     console.log(JSON.stringify({ measure: "bot-api-hang", attempts_during_hang: attempts.length, held_ms: heldFor }));
     expect(await sent(standIn, chatId), "nothing delivered while the Bot API hangs").toEqual([]);
@@ -155,7 +135,7 @@ describe("outages while npm start runs", () => {
 
     await release();
     const releasedAt = Date.now();
-    const subjects = async () => (await sent(standIn, chatId)).map((text) => subjectOf(text, tap, ["Beloved", "Kindred"]) ?? text);
+    const subjects = async () => (await sent(standIn, chatId)).map((text) => subjectOf(text, services.tap(), ["Beloved", "Kindred"]) ?? text);
     await waitFor(async () => {
       const seen = await subjects();
       return seen.includes("Beloved") && seen.includes("Kindred");

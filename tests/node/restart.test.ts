@@ -2,7 +2,7 @@
 // separate processes: every process killed at once (kill -9 of the whole tree: power cut, OOM), and
 // Ctrl-C. What a person sees afterwards: each message answered exactly once (at most one outage
 // notice in all, never the apology), the next message answered as usual, the webhook never 5xx.
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { APOLOGY, OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import { WELCOME } from "../../agents/telegram-commands";
 import { freePort } from "./helpers";
@@ -16,38 +16,17 @@ import {
   randomChatId,
   sent,
   sleep,
-  startTap,
-  stopAll,
   subjectOf,
   tempDir,
   waitFor,
   webhook,
-  wrapUp,
   wranglerProcess,
   type Service,
-  type Tap,
 } from "./service";
+import { useServices } from "./service-hooks";
 
 const standIn = inject("standInUrl");
-let tap: Tap;
-beforeAll(async () => {
-  tap = await startTap(standIn);
-});
-afterAll(async () => {
-  await tap?.stop();
-});
-afterEach(async (context) => {
-  let failure: unknown;
-  try {
-    await stopAll();
-  } catch (error) {
-    failure = error;
-  }
-  const failed = failure !== undefined || context.task.result?.state === "fail";
-  const logs = wrapUp(failed);
-  if (failed) console.error(`service logs of "${context.task.name}":\n${logs}`);
-  if (failure) throw failure;
-});
+const services = useServices(standIn);
 
 let updateId = 100_000_000 + Math.floor(Math.random() * 1e8);
 /** Every webhook status a test saw: none may be 5xx. */
@@ -70,7 +49,7 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
   const stateDir = tempDir("soma-restart-");
   const port = await freePort();
   const chatId = randomChatId();
-  let service = await launch({ stateDir, port, standIn: tap.url });
+  let service = await launch({ stateDir, port, standIn: services.tap().url });
 
   expect(await post(service, chatId, "/start")).toBe(200);
   await waitFor(async () => (await sent(standIn, chatId)).length >= 1, 20_000, "the welcome");
@@ -80,18 +59,18 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
   const hungAt = Date.now();
   for (const book of BOOKS) expect(await post(service, chatId, `I read ${book}`)).toBe(200);
   // A turn is in flight (its model request is held at the stand-in) and the inbox holds the rest.
-  await waitFor(() => BOOKS.some((book) => tap.modelRequests(`I read ${book}`, hungAt).length > 0), 30_000, "a turn to reach the model");
-  const inFlight = BOOKS.filter((book) => tap.modelRequests(`I read ${book}`, hungAt).length > 0);
+  await waitFor(() => BOOKS.some((book) => services.tap().modelRequests(`I read ${book}`, hungAt).length > 0), 30_000, "a turn to reach the model");
+  const inFlight = BOOKS.filter((book) => services.tap().modelRequests(`I read ${book}`, hungAt).length > 0);
   const stopped = await stop(service);
   await release();
   expect(await sent(standIn, chatId)).toEqual([WELCOME]);
 
   const relaunchedAt = Date.now();
-  service = await launch({ stateDir, port, standIn: tap.url });
+  service = await launch({ stateDir, port, standIn: services.tap().url });
   const replies = async () => (await sent(standIn, chatId)).slice(1);
   await waitFor(async () => {
     const texts = await replies();
-    return BOOKS.every((book) => texts.some((text) => subjectOf(text, tap, BOOKS) === book));
+    return BOOKS.every((book) => texts.some((text) => subjectOf(text, services.tap(), BOOKS) === book));
   }, 60_000, "a reply to each of the three messages after npm start again").catch(async (error: Error) => {
     throw new Error(`${error.message}; texts so far: ${JSON.stringify(await replies())}`);
   });
@@ -106,15 +85,15 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
 
   // The person writes again: acknowledged (never 5xx) and answered once.
   expect(await post(service, chatId, "I read Middlemarch")).toBe(200);
-  await waitFor(async () => (await replies()).some((text) => subjectOf(text, tap, ["Middlemarch"]) === "Middlemarch"), 30_000, "the reply to Middlemarch");
+  await waitFor(async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Middlemarch"]) === "Middlemarch"), 30_000, "the reply to Middlemarch");
   await sleep(3000); // a second copy of any reply would arrive by now
 
   const texts = await replies();
-  console.log(JSON.stringify({ stop: label, replies: texts.map((text) => subjectOf(text, tap, [...BOOKS, "Middlemarch"]) ?? text) }));
+  console.log(JSON.stringify({ stop: label, replies: texts.map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text) }));
   expect(texts.filter((text) => text === APOLOGY), "no apology").toEqual([]);
   expect(texts.filter((text) => text === OUTAGE_NOTICE).length, "at most one outage notice in all").toBeLessThanOrEqual(1);
   // Exactly one reply per message, and nothing else (unknown texts show up verbatim).
-  const subjects = texts.filter((text) => text !== OUTAGE_NOTICE).map((text) => subjectOf(text, tap, [...BOOKS, "Middlemarch"]) ?? text);
+  const subjects = texts.filter((text) => text !== OUTAGE_NOTICE).map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text);
   expect([...subjects].sort()).toEqual([...BOOKS, "Middlemarch"].sort());
   expect(subjects.at(-1)).toBe("Middlemarch");
   expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);
@@ -135,7 +114,7 @@ describe("npm start stopped with messages in flight, then started again over the
     statuses = [];
     const stateDir = tempDir("soma-restart-many-");
     const port = await freePort();
-    let service = await launch({ stateDir, port, standIn: tap.url });
+    let service = await launch({ stateDir, port, standIn: services.tap().url });
     const first = randomChatId();
     const people = Array.from({ length: 30 }, (_, i) => ({ chatId: first + i * 7, book: `Opus ${i}-${Math.random().toString(36).slice(2, 7)}` }));
 
@@ -147,17 +126,17 @@ describe("npm start stopped with messages in flight, then started again over the
       const results = await Promise.all(batch.map((p) => post(service, p.chatId, `I read ${p.book}`)));
       expect(results).toEqual(batch.map(() => 200));
     }
-    await waitFor(() => people.every((p) => tap.modelRequests(`I read ${p.book}`, hungAt).length > 0), 60_000, "every person's turn to reach the model")
+    await waitFor(() => people.every((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0), 60_000, "every person's turn to reach the model")
       .catch((error: Error) => {
-        throw new Error(`${error.message}: ${people.filter((p) => tap.modelRequests(`I read ${p.book}`, hungAt).length > 0).length}/30 did`);
+        throw new Error(`${error.message}: ${people.filter((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0).length}/30 did`);
       });
     await killEverything(service);
     await release();
 
     const relaunchedAt = Date.now();
-    service = await launch({ stateDir, port, standIn: tap.url });
+    service = await launch({ stateDir, port, standIn: services.tap().url });
     const answered = async () => {
-      const done = await Promise.all(people.map(async (p) => (await sent(standIn, p.chatId)).some((t) => subjectOf(t, tap, [p.book]) === p.book)));
+      const done = await Promise.all(people.map(async (p) => (await sent(standIn, p.chatId)).some((t) => subjectOf(t, services.tap(), [p.book]) === p.book)));
       return done.filter(Boolean).length;
     };
     await waitFor(async () => (await answered()) === people.length, 90_000, "all thirty answered").catch(async (error: Error) => {
@@ -170,7 +149,7 @@ describe("npm start stopped with messages in flight, then started again over the
       const texts = await sent(standIn, p.chatId);
       expect(texts.filter((t) => t === APOLOGY), `no apology for ${p.chatId}`).toEqual([]);
       expect(texts.filter((t) => t === OUTAGE_NOTICE).length, `at most one notice for ${p.chatId}`).toBeLessThanOrEqual(1);
-      const subjects = texts.filter((t) => t !== OUTAGE_NOTICE).map((t) => subjectOf(t, tap, [p.book]) ?? t);
+      const subjects = texts.filter((t) => t !== OUTAGE_NOTICE).map((t) => subjectOf(t, services.tap(), [p.book]) ?? t);
       expect(subjects, `one reply for ${p.chatId}`).toEqual([p.book]);
     }
     expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);

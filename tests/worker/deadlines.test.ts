@@ -24,6 +24,16 @@ async function hang(target: string, match: string): Promise<() => Promise<void>>
   return () => control("/__release");
 }
 
+/** Runs `work` while the stand-in holds `target` requests matching `match`; how it settled and how long it took. */
+async function whileHung<T>(target: string, match: string, work: () => Promise<T>) {
+  const release = await hang(target, match);
+  try {
+    return await timed(work);
+  } finally {
+    await release();
+  }
+}
+
 /** Runs `work`, returning how it settled and how long it took. */
 async function timed<T>(work: () => Promise<T>): Promise<{ error: unknown; value: T | undefined; elapsed: number }> {
   const started = Date.now();
@@ -124,13 +134,7 @@ describe("Bot API", () => {
   it("a hung sendMessage fails each attempt at the call timeout, as grammY's HttpError, and is not sent later", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { timeoutSeconds: 0.2, sleep: async () => {} });
-    const release = await hang("sendMessage", `"chat_id":${chatId}`);
-    let result: Awaited<ReturnType<typeof timed>>;
-    try {
-      result = await timed(() => sender.sendText(chatId, "hello?"));
-    } finally {
-      await release();
-    }
+    const result = await whileHung("sendMessage", `"chat_id":${chatId}`, () => sender.sendText(chatId, "hello?"));
     expect(result.error).toBeInstanceOf(HttpError);
     expect(String((result.error as HttpError).error)).toMatch(/timed out after 0.2 seconds/);
     // Four attempts of 0.2 s each.
@@ -144,13 +148,7 @@ describe("Bot API", () => {
   it("a whole send gives up at its deadline with DeadlineError, whatever the retries would still take", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { timeoutSeconds: 10, sendDeadlineMs: 400 });
-    const release = await hang("sendMessage", `"chat_id":${chatId}`);
-    let result: Awaited<ReturnType<typeof timed>>;
-    try {
-      result = await timed(() => sender.sendText(chatId, "hello?"));
-    } finally {
-      await release();
-    }
+    const result = await whileHung("sendMessage", `"chat_id":${chatId}`, () => sender.sendText(chatId, "hello?"));
     expect(result.error).toBeInstanceOf(DeadlineError);
     expect(result.error).toMatchObject({ what: "telegram", ms: 400 });
     expect(result.elapsed).toBeLessThan(1500);
@@ -161,13 +159,7 @@ describe("Bot API", () => {
   it("typing is bounded by its own short deadline and never throws", async () => {
     const chatId = newChatId();
     const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { typingDeadlineMs: 300 });
-    const release = await hang("sendChatAction", `"chat_id":${chatId}`);
-    let result: Awaited<ReturnType<typeof timed>>;
-    try {
-      result = await timed(() => sender.typing(chatId));
-    } finally {
-      await release();
-    }
+    const result = await whileHung("sendChatAction", `"chat_id":${chatId}`, () => sender.typing(chatId));
     expect(result.error).toBeUndefined();
     expect(result.elapsed).toBeLessThan(1500);
   });
@@ -185,13 +177,7 @@ describe("embeddings", () => {
 
   it("a hung embeddings server fails with DeadlineError at the deadline", async () => {
     const embedder = createEmbedder(openAiCompatible(), env, 300);
-    const release = await hang("embeddings", HELD_TEXT);
-    let result: Awaited<ReturnType<typeof timed>>;
-    try {
-      result = await timed(() => embedder.embed([HELD_TEXT]));
-    } finally {
-      await release();
-    }
+    const result = await whileHung("embeddings", HELD_TEXT, () => embedder.embed([HELD_TEXT]));
     expect(result.error).toBeInstanceOf(DeadlineError);
     expect(result.error).toMatchObject({ what: "embeddings" });
     expect(result.elapsed).toBeLessThan(1500);

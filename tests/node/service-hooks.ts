@@ -1,0 +1,34 @@
+// The test-file lifecycle of the npm start harness (tests/node/service.ts), shared by the files that
+// launch services: a tap in front of the stand-in for the whole file, and after each test every
+// service stopped and the test's own clean-up run, with the service logs printed when it failed.
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { startTap, stopAll, wrapUp, type Tap } from "./service";
+
+export function useServices(standIn: string, cleanUp: () => Promise<void> = async () => {}): { tap: () => Tap } {
+  let tap: Tap | undefined;
+  beforeAll(async () => {
+    tap = await startTap(standIn);
+  });
+  afterAll(async () => {
+    await tap?.stop();
+  });
+  afterEach(async (context) => {
+    let failure: unknown;
+    try {
+      await stopAll();
+    } catch (error) {
+      failure = error;
+    }
+    await cleanUp();
+    const failed = failure !== undefined || context.task.result?.state === "fail";
+    const logs = wrapUp(failed);
+    if (failed) console.error(`service logs of "${context.task.name}":\n${logs}`);
+    if (failure) throw failure;
+  });
+  return {
+    tap: () => {
+      if (!tap) throw new Error("the tap starts in beforeAll");
+      return tap;
+    },
+  };
+}

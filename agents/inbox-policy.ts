@@ -1,5 +1,6 @@
-// What the inbox tells a person, and how long it waits out an outage. Plain values with no runtime
-// imports, so Node-side tests and operator tools read the same texts the agent sends.
+// What the inbox takes, what it tells a person, and how long it waits out an outage. Plain values (and
+// one zod schema), so Node-side tests and operator tools read the same texts the agent sends.
+import { z } from "zod";
 
 /** Sent at most once per message, when a reply is held up by an outage for NOTICE_AFTER_MS. */
 export const OUTAGE_NOTICE = "I'm having trouble reaching my memory, I'll answer as soon as I can.";
@@ -21,3 +22,19 @@ export const MAX_PERMANENT_ATTEMPTS = 3;
 export function retryDelayMs(attempt: number): number {
   return Math.min(1000 * 2 ** Math.max(0, attempt - 1), 10_000);
 }
+
+/** Longest Telegram text (or caption) the inbox stores; the webhook refuses longer ones with 400. */
+export const MAX_TELEGRAM_TEXT_CHARS = 20_000;
+
+export const TelegramInput = z.object({
+  updateId: z.number().int().nonnegative(),
+  chatId: z.number().int(),
+  messageId: z.number().int().nonnegative(),
+  text: z.string().max(MAX_TELEGRAM_TEXT_CHARS),
+  /** The sender was created by this message: the reply starts with the welcome. */
+  firstContact: z.boolean().default(false),
+});
+export type TelegramInput = z.input<typeof TelegramInput>;
+
+export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
+export const TEXT_ONLY = "I can only read text messages for now.";

@@ -25,10 +25,11 @@ import { describeError, logJson } from "./log";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
+import { replyAfter, replyIds, textOf, userMessage, type MessageSource } from "./transcript";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "./faults";
 import { Inbox, STUCK_AFTER_MS, type InboxItem, type InboxKind } from "./inbox";
-import { APOLOGY } from "./inbox-policy";
+import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, RATE_NOTICE, TelegramInput, TEXT_ONLY } from "./inbox-policy";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
 import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
@@ -51,7 +52,7 @@ const SSE = new TextEncoder();
 /** Errors of a tool call the model got wrong: reported to the model, never a failed turn. */
 const MODEL_MISTAKES = new Set(["AI_InvalidToolInputError", "AI_NoSuchToolError", "AI_ToolCallRepairError"]);
 
-export { APOLOGY };
+export { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, RATE_NOTICE, TelegramInput, TEXT_ONLY };
 
 /** Per-minute limits per person (Telegram's is configurable: TELEGRAM_MESSAGES_PER_MINUTE). */
 export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
@@ -60,25 +61,6 @@ export type Channel = keyof typeof RATE_LIMITS;
 /** Longest message a person may send through any door. */
 export const MAX_MESSAGE_CHARS = 8000;
 
-/** Longest Telegram text (or caption) the inbox stores; the webhook refuses longer ones with 400. */
-export const MAX_TELEGRAM_TEXT_CHARS = 20_000;
-
-export const TelegramInput = z.object({
-  updateId: z.number().int().nonnegative(),
-  chatId: z.number().int(),
-  messageId: z.number().int().nonnegative(),
-  text: z.string().max(MAX_TELEGRAM_TEXT_CHARS),
-  /** The sender was created by this message: the reply starts with the welcome. */
-  firstContact: z.boolean().default(false),
-});
-export type TelegramInput = z.input<typeof TelegramInput>;
-
-export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
-export const TEXT_ONLY = "I can only read text messages for now.";
-
-interface MessageSource {
-  source?: SourceRef;
-}
 
 export class UserAgent extends AIChatAgent<Env> {
   // The instance name is the person's own id, sent only to their own authenticated socket.
@@ -372,17 +354,14 @@ export class UserAgent extends AIChatAgent<Env> {
   async #turnReply(item: InboxItem, signal: AbortSignal): Promise<string> {
     const messageId = item.id;
     // A turn that completed before the agent stopped is not run again.
-    const answered = this.#replyAfter(messageId);
+    const answered = replyAfter(this.messages, messageId);
     if (answered !== null) return answered || APOLOGY;
     this.#showTyping(item.chat_id);
     const source = JSON.parse(item.source_ref) as SourceRef;
     // A re-run after the person wrote elsewhere meanwhile: their message moves to the end, so that the
     // turn answers it (a turn answers the newest user message).
     const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
-    if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) {
-      await this.sessions.session().deleteMessages([messageId]);
-      this.messages = this.messages.filter((m) => m.id !== messageId);
-    }
+    if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) await this.#dropMessages([messageId]);
     const present = this.messages.some((m) => m.id === messageId);
     const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source)]), { signal });
     const failure = this.#turnFailures.get(messageId);
@@ -393,28 +372,18 @@ export class UserAgent extends AIChatAgent<Env> {
       throw failure ?? (result.status === "error" ? new Error(result.error ?? "the turn failed") : new DOMException(`the turn was ${result.status}`, "AbortError"));
     }
     // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
-    return this.#replyAfter(messageId) || APOLOGY;
-  }
-
-  /** The assistant's text right after the user message `id`, or null if there is none yet. */
-  #replyAfter(id: string): string | null {
-    const index = this.messages.findIndex((m) => m.id === id);
-    const next = index >= 0 ? this.messages[index + 1] : undefined;
-    return next?.role === "assistant" ? textOf(next) : null;
+    return replyAfter(this.messages, messageId) || APOLOGY;
   }
 
   /** Removes the assistant messages that follow the user message `id`. */
   async #dropReplyTo(id: string): Promise<void> {
-    const index = this.messages.findIndex((m) => m.id === id);
-    if (index < 0) return;
-    const drop: string[] = [];
-    for (const message of this.messages.slice(index + 1)) {
-      if (message.role === "user") break;
-      drop.push(message.id);
-    }
-    if (drop.length === 0) return;
-    await this.sessions.session().deleteMessages(drop);
-    this.messages = this.messages.filter((m) => !drop.includes(m.id));
+    await this.#dropMessages(replyIds(this.messages, id));
+  }
+
+  async #dropMessages(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.sessions.session().deleteMessages(ids);
+    this.messages = this.messages.filter((m) => !ids.includes(m.id));
   }
 
   /**
@@ -476,16 +445,4 @@ export class UserAgent extends AIChatAgent<Env> {
     this.#telegram ??= new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS });
     return this.#telegram;
   }
-}
-
-/** A person's message in the conversation, with where it came from (the provenance of what it teaches). */
-function userMessage(id: string, text: string, source: SourceRef): UIMessage {
-  return { id, role: "user", parts: [{ type: "text", text }], metadata: { source: { ...source, payload: { text } } } satisfies MessageSource };
-}
-
-function textOf(message: UIMessage): string {
-  return message.parts
-    .map((part) => (part.type === "text" ? part.text : ""))
-    .join("")
-    .trim();
 }

@@ -82,11 +82,6 @@ export class DeadLetters extends DurableObject<Env> {
     return { dead, attempts: row.attempts };
   }
 
-  /** Whether an update was dead-lettered before (a redelivery is acknowledged at once). */
-  isDead(key: string): boolean {
-    return this.ctx.storage.sql.exec<{ dead: number }>(`select dead from letters where key = ?`, key).toArray()[0]?.dead === 1;
-  }
-
   /** Records a message an agent set aside. */
   add(entry: Omit<DeadLetter, "firstAt" | "lastAt" | "origin">): void {
     const now = Date.now();

@@ -64,7 +64,6 @@ export interface InboxItem {
 export interface NewItem {
   id: string;
   sortKey: number;
-  kind: InboxKind;
   firstContact: boolean;
   chatId: number;
   text: string;
@@ -139,18 +138,22 @@ export class Inbox {
     return (this.host.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n ?? 0) > 0;
   }
 
-  /** Stores a new item; false when its id was stored before (a redelivery). */
-  store(item: NewItem): boolean {
+  /**
+   * Stores a new item and returns its kind, or null when its id was stored before (a redelivery).
+   * `kind` is asked only for a new item (it counts the person's rate limit).
+   */
+  store(item: NewItem, kind: () => InboxKind): InboxKind | null {
     const { sql } = this.host;
     if (this.has(item.id)) {
       if (item.firstContact) this.#lateWelcome(item);
-      return false;
+      return null;
     }
-    const stored = item.kind === "dropped" ? "done" : "pending";
+    const stored = kind();
     sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
-        values (${item.id}, ${item.sortKey}, ${item.kind}, ${item.firstContact ? 1 : 0}, ${item.chatId}, ${item.text}, ${item.sourceRef}, ${stored}, ${Date.now()})`;
+        values (${item.id}, ${item.sortKey}, ${stored}, ${item.firstContact ? 1 : 0}, ${item.chatId}, ${item.text}, ${item.sourceRef},
+                ${stored === "dropped" ? "done" : "pending"}, ${Date.now()})`;
     this.#lastArrival = Date.now();
-    return true;
+    return stored;
   }
 
   /**

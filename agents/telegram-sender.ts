@@ -54,9 +54,7 @@ export class TelegramSender {
   readonly #sendDeadlineMs: number;
   readonly #typingDeadlineMs: number;
 
-  /** `options` may also be just the sleep function (the earlier signature). */
-  constructor(token: string, apiRoot: string, options: TelegramSenderOptions | Sleep = {}) {
-    const settings = typeof options === "function" ? { sleep: options } : options;
+  constructor(token: string, apiRoot: string, settings: TelegramSenderOptions = {}) {
     this.#api = new Api(token, { apiRoot, timeoutSeconds: settings.timeoutSeconds ?? DEFAULT_TELEGRAM_TIMEOUT_SECONDS });
     this.#sleep = settings.sleep ?? abortableSleep;
     this.#sendDeadlineMs = settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;

@@ -28,7 +28,7 @@ import { systemPrompt } from "./system-prompt";
 import { replyAfter, replyIds, textOf, userMessage, type MessageSource } from "./transcript";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "./faults";
-import { Inbox, STUCK_AFTER_MS, type InboxItem, type InboxKind } from "./inbox";
+import { Inbox, STUCK_AFTER_MS, type InboxItem } from "./inbox";
 import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, RATE_NOTICE, TelegramInput, TEXT_ONLY } from "./inbox-policy";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
@@ -124,16 +124,14 @@ export class UserAgent extends AIChatAgent<Env> {
     const message = TelegramInput.parse(input);
     const inbox = this.#getInbox();
     const id = `telegram:${message.updateId}`;
-    const stored = { id, sortKey: message.updateId, firstContact: message.firstContact, chatId: message.chatId, text: message.text };
     const sourceRef = JSON.stringify({ kind: "telegram", externalId: `${message.chatId}:${message.messageId}` } satisfies SourceRef);
-    if (inbox.has(id)) {
-      inbox.store({ ...stored, kind: "message", sourceRef });
-      return { status: "duplicate" };
-    }
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
-    const kind: InboxKind = this.allow("telegram") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped";
-    inbox.store({ ...stored, kind, sourceRef });
+    const kind = inbox.store(
+      { id, sortKey: message.updateId, firstContact: message.firstContact, chatId: message.chatId, text: message.text, sourceRef },
+      () => (this.allow("telegram") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped"),
+    );
+    if (kind === null) return { status: "duplicate" };
     if (kind === "dropped") return { status: "rate_limited" };
     await inbox.watchdog();
     return { status: kind === "notice" ? "rate_limited" : "queued" };

@@ -48,11 +48,3 @@ export function withDeadline<T>(work: Promise<T> | ((signal: AbortSignal) => Pro
     );
   });
 }
-
-/** Whether `error` is (or was caused by) an expired deadline. */
-export function isDeadlineError(error: unknown): error is DeadlineError {
-  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
-    if (e instanceof DeadlineError) return true;
-  }
-  return false;
-}

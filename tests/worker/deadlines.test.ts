@@ -12,11 +12,11 @@ import { createEmbedder } from "../../agents/model/embeddings";
 import { TelegramSender } from "../../agents/telegram-sender";
 import { emitEvents, fetchWithDeadline } from "../../agents/workflows/client";
 import { turnCompleted } from "../../agents/workflows/events";
-import { DeadlineError, isDeadlineError, withDeadline } from "../../db/deadline";
+import { DeadlineError, withDeadline } from "../../db/deadline";
+import { classifyFailure } from "../../agents/faults";
 import { openWorkerdSocket, workerdDatabase } from "../../db/workerd-socket";
 import { botCalls, newChatId } from "./helpers";
 
-/** Holds every request to `target` at the stand-in until the returned release is called. */
 /** Holds the stand-in's requests to `target` whose body contains `match` (only this test's own). */
 async function hang(target: string, match: string): Promise<() => Promise<void>> {
   const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target, match }) }).then((r) => void r.body?.cancel());
@@ -71,8 +71,9 @@ describe("withDeadline", () => {
     );
     expect(error).toBeInstanceOf(DeadlineError);
     expect(error).toMatchObject({ name: "DeadlineError", what: "postgres", ms: 100 });
-    expect(isDeadlineError(error)).toBe(true);
-    expect(isDeadlineError(new Error("other", { cause: error }))).toBe(true);
+    // An expired deadline is an outage to wait out, also when another error wraps it.
+    expect(classifyFailure(error)).toBe("transient");
+    expect(classifyFailure(new Error("other", { cause: error }))).toBe("transient");
     expect(seen?.aborted).toBe(true);
     expect(seen?.reason).toBe(error);
     expect(elapsed).toBeGreaterThanOrEqual(90);
@@ -220,7 +221,8 @@ describe("Inngest", () => {
     // undici's shape, which the SDK treats as a network failure; the cause says it was the deadline.
     expect(result.error).toBeInstanceOf(TypeError);
     expect((result.error as Error).message).toMatch(/^fetch failed/);
-    expect(isDeadlineError(result.error)).toBe(true);
+    expect((result.error as Error).cause).toBeInstanceOf(DeadlineError);
+    expect(classifyFailure(result.error)).toBe("transient");
     expect((result.error as Error).cause).toMatchObject({ what: "inngest", ms: 300 });
     expect(result.elapsed).toBeLessThan(1500);
   });

@@ -42,7 +42,7 @@ describe("TelegramSender retries within the send deadline", () => {
   it("still takes just a sleep function as its third argument", async () => {
     const chatId = newChatId();
     const waits: number[] = [];
-    const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, async (ms) => void waits.push(ms));
+    const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sleep: async (ms) => void waits.push(ms) });
     await failBotApi({ method: "sendMessage", chatId, times: 1, errorCode: 429, retryAfter: 3 });
     await sender.sendText(chatId, "after a 429");
     expect(await botReplies(chatId)).toEqual(["after a 429"]);

@@ -1,10 +1,12 @@
 // The signed-in person's account (session required).
 //   GET    /api/me       who is signed in, and which doors are linked
-//   DELETE /api/account  deletes everything: Postgres rows (by cascade) and the agent's own storage
+//   DELETE /api/account  deletes everything: Postgres rows (by cascade), the agent's own storage and
+//                        the person's dead letters
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
 import { deletePerson } from "../../db/repositories/auth";
 import { forgetSender } from "../telegram/inbox";
+import { deadLetters } from "../../agents/dead-letters";
 import { agentFor } from "../agent-routing";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, requireSession } from "../auth/session";
@@ -36,5 +38,7 @@ export const account = new Hono<AppEnv>()
     await endSession(c);
     await deletePerson(c.var.db, userId);
     forgetSender(userId);
+    // Messages of theirs set aside as dead letters go too.
+    await deadLetters(c.env).forgetPerson(userId);
     return c.json({ deleted: true });
   });

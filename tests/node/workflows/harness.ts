@@ -54,7 +54,7 @@ export function testWorkflows(overrides: { now?: Date; model?: LanguageModel; te
     embedder: localEmbedder,
     model: overrides.model ?? new OfflineModel(),
     tracer: createTracer(testConfig),
-    telegram: overrides.telegram === undefined ? new TelegramSender(BOT_TOKEN, standInUrl, async () => {}) : overrides.telegram,
+    telegram: overrides.telegram === undefined ? new TelegramSender(BOT_TOKEN, standInUrl, { sleep: async () => {} }) : overrides.telegram,
     now: () => overrides.now ?? new Date(),
   };
   return { deps, ...createWorkflows(deps) };

@@ -9,7 +9,7 @@ import { MAX_STORE_ATTEMPTS } from "../../../agents/dead-letters";
 import { APOLOGY } from "../../../agents/inbox-policy";
 import type { UserAgent } from "../../../agents/user-agent";
 import { createPerson } from "../../../db/repositories/auth";
-import { botCalls, call, newChatId, testDatabase, waitForReplies } from "../helpers";
+import { botCalls, call, newChatId, sessionCookie, testDatabase, waitForReplies } from "../helpers";
 import { footprint, newUpdateId, postUpdate, textUpdate } from "./support";
 
 interface DeadLetterView {
@@ -100,6 +100,11 @@ describe("a poison message in the inbox", () => {
     const states = await runInDurableObject(agent, (instance: UserAgent) => [...instance.sql<{ state: string }>`select state from soma_inbox order by sort_key`].map((r) => r.state));
     expect(states).toEqual(["dead", "done"]);
     expect(await footprint(person.id)).toMatchObject({ entities: 1 });
+
+    // Deleting the account deletes the dead letters that hold their words.
+    const deleted = await call("/api/account", { method: "DELETE", headers: { cookie: await sessionCookie(person), origin: "https://soma.test" } });
+    expect(deleted.status).toBe(200);
+    expect((await deadLetters()).some((l) => l.personId === person.id)).toBe(false);
   });
 });
 

@@ -1,14 +1,23 @@
 // Global setup (runs in Node once per test run): the embedded Postgres every suite uses, set up with
 // the same `npm run db:setup` code as production, a server that plays a hung database, and the HTTP
 // stand-ins for Telegram and a chat-completions model (tests/setup/stand-ins.ts).
+import { createRequire } from "node:module";
 import { createServer, type Socket } from "node:net";
 import type { TestProject } from "vitest/node";
 import { setupDatabase } from "../../ops/db-setup";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { startStandIns } from "./stand-ins";
 
+const { guardLocalProxies } = createRequire(import.meta.url)("../../ops/wrangler-guard.cjs") as {
+  guardLocalProxies(databaseAddress: string, log?: (line: string) => void): void;
+};
+
 export default async function setup(project: TestProject) {
   const postgres = await startEmbeddedPostgres();
+  // The Workers pool runs miniflare's Hyperdrive proxy in this process: without the guard, one socket
+  // workerd resets mid-query (an abandoned statement) crashes the whole test run with ECONNRESET.
+  const { hostname, port } = new URL(postgres.url);
+  guardLocalProxies(`${hostname}:${port}`, () => {});
   await setupDatabase(postgres.url);
 
   const sockets = new Set<Socket>();

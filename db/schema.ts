@@ -72,6 +72,27 @@ export const authLoginTokens = auth.table("login_tokens", {
   usedAt: timestamp("used_at", { withTimezone: true }),
 });
 
+/**
+ * Tombstones of deleted accounts, one row per sign-in identity the person had ("telegram:<user id>",
+ * "google:<sub>", "email:<address>", each SHA-256 hashed). For a day after a deletion no door (a
+ * redelivered Telegram update, another isolate's cached sender, Google sign-in, a login link) may
+ * create a person for that identity again; `notified_at` is when the person was told, once.
+ */
+export const authDeletedPeople = auth.table("deleted_people", {
+  identityHash: text("identity_hash").primaryKey(),
+  deletedAt: timestamp("deleted_at", { withTimezone: true }).notNull().defaultNow(),
+  notifiedAt: timestamp("notified_at", { withTimezone: true }),
+});
+
+/**
+ * Group chats Soma was written in, and when it last said it only talks in private chats: at most once
+ * a day per group, across isolates. Holds a group's chat id only, never a person.
+ */
+export const authGroupChatNotices = auth.table("group_chat_notices", {
+  chatId: bigint("chat_id", { mode: "number" }).primaryKey(),
+  notifiedAt: timestamp("notified_at", { withTimezone: true }).notNull().defaultNow(),
+});
+
 // ---------------------------------------------------------------------------------------------
 // public: the seven tables of user data.
 // ---------------------------------------------------------------------------------------------

@@ -26,6 +26,8 @@ grant select, insert, update, delete on
   to soma_app;
 
 grant select, insert, update, delete on auth.users, auth.sessions, auth.login_tokens to soma_auth;
+-- Account tombstones and the once-a-day group notice are sign-in decisions of the Telegram and Google doors.
+grant select, insert, update, delete on auth.deleted_people, auth.group_chat_notices to soma_auth;
 
 grant select (id, timezone, telegram_chat_id, created_at) on public.users to soma_system;
 grant select (user_id, provider, account_email, watch_expires_at) on public.oauth_connections to soma_system;

@@ -2,9 +2,15 @@
 // stored history id, each recorded once (a `sources` row per message id, a `person` entity for the
 // sender, an `email_received` event). A history id Gmail no longer has (404) → a bounded resync of the
 // newest mail and a fresh position, never a loop. One run at a time per person.
+// One email never blocks the intake (issue 12, finding 3): its texts are made storable, and a message
+// the store still refuses for good is logged with its Gmail id and skipped, so the rest of the batch is
+// stored and the position saved. An outage (Postgres unreachable, a serialization conflict) is not a
+// refusal: the step fails and is retried, and nothing is skipped.
 import { NonRetriableError } from "inngest";
 import { saveMailState } from "../../../db/repositories/connections";
-import { recordEmail } from "../../../db/repositories/mail";
+import { recordEmail, senderEntityName, storableEmail } from "../../../db/repositories/mail";
+import { classifyFailure } from "../../faults";
+import { describeError, logJson } from "../../log";
 import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../gmail/gmail-client";
 import { gmailFor } from "../../gmail/google-account";
 import type { InngestClient } from "../client";
@@ -37,17 +43,24 @@ export function mailIngest(inngest: InngestClient, deps: WorkflowDeps) {
       if (!plan) return { skipped: "no Google connection" };
 
       let recorded = 0;
+      const skipped: string[] = [];
       for (const [i, ids] of chunks(plan.messageIds, MESSAGES_PER_STEP).entries()) {
-        recorded += await step.run(`ingest-${i}`, async () => {
+        const batch = await step.run(`ingest-${i}`, async () => {
+          const outcome = { recorded: 0, skipped: [] as string[] };
           const account = await gmailFor(deps.config, deps.db, note.userId);
-          if (!account) return 0;
-          let n = 0;
-          for (const id of ids) if (await ingestMessage(deps, account.gmail, note.userId, id)) n++;
-          return n;
+          if (!account) return outcome;
+          for (const id of ids) {
+            const result = await ingestMessage(deps, account.gmail, note.userId, id);
+            if (result === "recorded") outcome.recorded++;
+            if (result === "skipped") outcome.skipped.push(id);
+          }
+          return outcome;
         });
+        recorded += batch.recorded;
+        skipped.push(...batch.skipped);
       }
       await step.run("save-position", () => deps.db.withUser(note.userId, (tx) => saveMailState(tx, { historyId: plan.historyId })));
-      return { listed: plan.messageIds.length, recorded, resynced: plan.resynced, historyId: plan.historyId };
+      return { listed: plan.messageIds.length, recorded, ...(skipped.length ? { skipped } : {}), resynced: plan.resynced, historyId: plan.historyId };
     },
   );
 }
@@ -81,33 +94,37 @@ async function newMessages(gmail: GmailClient, startHistoryId: string | null, no
   return { messageIds: (recent.messages ?? []).map((m) => m.id), historyId: notifiedHistoryId, resynced: true };
 }
 
-/** Reads one message's metadata and records it; false when it was already recorded or is gone. */
-async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<boolean> {
+/**
+ * Reads one message's metadata and records it: "known" when it was already recorded or is gone,
+ * "skipped" when the store refused it for good (logged with its Gmail message id).
+ */
+async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<"recorded" | "known" | "skipped"> {
   const message = await gmailCall(() => gmail.message(id)).catch((error: unknown) => {
     if (error instanceof NonRetriableError && /answered 404/.test(error.message)) return null; // deleted since
     throw error;
   });
-  if (!message) return false;
-  const from = parseMailbox(headerOf(message, "From")) ?? { name: null, email: "unknown@unknown" };
-  const sender = from.name ?? from.email;
-  const [embedding] = await deps.embedder.embed([`person: ${sender}`]).catch(() => [null]);
+  if (!message) return "known";
   const received = message.internalDate ? new Date(Number(message.internalDate)) : new Date(headerOf(message, "Date") ?? Date.now());
-  const result = await deps.db.withUser(userId, (tx) =>
-    recordEmail(
-      tx,
-      userId,
-      {
-        messageId: message.id,
-        threadId: message.threadId ?? null,
-        from,
-        subject: headerOf(message, "Subject") ?? "(no subject)",
-        receivedAt: Number.isNaN(received.getTime()) ? new Date() : received,
-        snippet: message.snippet ?? "",
-      },
-      embedding ?? null,
-    ),
-  );
-  return result.created;
+  const email = storableEmail({
+    messageId: message.id,
+    threadId: message.threadId ?? null,
+    from: parseMailbox(headerOf(message, "From")) ?? { name: null, email: "unknown@unknown" },
+    subject: headerOf(message, "Subject") ?? "(no subject)",
+    receivedAt: Number.isNaN(received.getTime()) ? new Date() : received,
+    snippet: message.snippet ?? "",
+  });
+  const [embedding] = await deps.embedder.embed([`person: ${senderEntityName(email.from)}`]).catch(() => [null]);
+  try {
+    const result = await deps.db.withUser(userId, (tx) => recordEmail(tx, userId, email, embedding ?? null));
+    return result.created ? "recorded" : "known";
+  } catch (error) {
+    if (classifyFailure(error) === "transient") throw error;
+    // The transaction rolled back whole: no half-recorded message. Only the database's own words are
+    // logged (drizzle's message would repeat the email's texts as query parameters).
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    logJson("error", { workflow: "mail-ingest", userId, messageId: message.id, skipped: true, code: (cause as { code?: unknown }).code, error: describeError(cause) });
+    return "skipped";
+  }
 }
 
 /** Gmail refusals that a retry cannot fix (other than 401, which the client already retried) stop the run. */

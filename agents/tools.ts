@@ -1,13 +1,16 @@
 // The memory tools the model sees. The person is never an input: every tool is bound to this agent's
 // user id, and every database call runs through Database.withUser, so row-level security holds even
-// if the model is told to reach someone else's memories.
-import { tool, type ToolSet } from "ai";
+// if the model is told to reach someone else's memories. Memories that came from email are fenced in
+// what recall returns, and the tools that change something refuse to act on an email's say-so
+// (agents/untrusted-memory.ts).
+import { tool, type ModelMessage, type ToolSet } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
 import {
   archiveEntity,
   captureEntity,
   createReminder,
+  entityNames,
   recallEntities,
   recordSource,
   relateEntities,
@@ -16,6 +19,7 @@ import {
 } from "../db/repositories/memory";
 import { idempotencyKey } from "./idempotency";
 import type { Embedder } from "./model/embeddings";
+import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
 export interface ToolContext {
   db: Database;
@@ -49,6 +53,12 @@ const entityId = z.uuid().describe("id of an entity from memory_recall or memory
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
   const embed = async (text: string) => (await embedder.embed([text]).catch(() => null))?.[0] ?? null;
+  /** The refusal when this call would act on an email's say-so (see agents/untrusted-memory.ts), else null. */
+  const refusal = async (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) => {
+    if (!showsEmailText(messages)) return null;
+    const names = Array.isArray(targets) ? targets : await db.withUser(userId, (tx) => entityNames(tx, targets.entityIds));
+    return refusalFor(name, names, messages);
+  };
 
   return {
     memory_capture: tool({
@@ -58,7 +68,9 @@ export function memoryTools(context: ToolContext): ToolSet {
         name: z.string().trim().min(1).max(200).describe("The name or title, as the person said it"),
         properties: properties.optional().describe("Details worth keeping, e.g. {author: \"Frank Herbert\"}"),
       }),
-      execute: async (input) => {
+      execute: async (input, { messages }) => {
+        const refused = await refusal("memory_capture", [input.name], messages);
+        if (refused) return { error: refused };
         const embedding = await embed(`${input.type}: ${input.name}`);
         const result = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
@@ -80,14 +92,16 @@ export function memoryTools(context: ToolContext): ToolSet {
         const embedding = await embed(input.query);
         const recalled = await db.withUser(userId, (tx) => recallEntities(tx, userId, { ...input, embedding }));
         context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
-        return recalled;
+        return fenceEmailDerived(recalled);
       },
     }),
 
     memory_update: tool({
       description: "Add or change details of a memory.",
       inputSchema: z.object({ entityId, properties }),
-      execute: async ({ entityId: id, properties: details }) => {
+      execute: async ({ entityId: id, properties: details }, { messages }) => {
+        const refused = await refusal("memory_update", { entityIds: [id] }, messages);
+        if (refused) return { error: refused };
         const updated = await db.withUser(userId, (tx) => updateEntityProperties(tx, id, details));
         if (updated) context.onActivity?.({ kind: "updated", entityId: id });
         return { updated };
@@ -97,7 +111,9 @@ export function memoryTools(context: ToolContext): ToolSet {
     memory_forget: tool({
       description: "Forget a memory (it is archived and never recalled again).",
       inputSchema: z.object({ entityId }),
-      execute: async ({ entityId: id }) => {
+      execute: async ({ entityId: id }, { messages }) => {
+        const refused = await refusal("memory_forget", { entityIds: [id] }, messages);
+        if (refused) return { error: refused };
         const archived = await db.withUser(userId, (tx) => archiveEntity(tx, id));
         if (archived) context.onActivity?.({ kind: "forgotten", entityId: id });
         return { archived };
@@ -111,7 +127,9 @@ export function memoryTools(context: ToolContext): ToolSet {
         toId: entityId,
         type: z.string().trim().toLowerCase().regex(/^[a-z][a-z_]{0,39}$/).describe("relation in snake_case, e.g. written_by, lives_in"),
       }),
-      execute: async (input) => {
+      execute: async (input, { messages }) => {
+        const refused = await refusal("memory_relate", { entityIds: [input.fromId, input.toId] }, messages);
+        if (refused) return { error: refused };
         // A re-run of this turn (same message, same arguments) gets the edge it already made.
         const key = await idempotencyKey(context.source, "memory_relate", input);
         const edgeId = await db.withUser(userId, async (tx) => {
@@ -130,7 +148,9 @@ export function memoryTools(context: ToolContext): ToolSet {
         text: z.string().trim().min(1).max(1000),
         at: z.iso.datetime({ offset: true }).describe("ISO 8601 time with offset, in the future"),
       }),
-      execute: async ({ text, at }) => {
+      execute: async ({ text, at }, { messages }) => {
+        const refused = await refusal("schedule_create", [text], messages);
+        if (refused) return { error: refused };
         const when = new Date(at);
         if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
         // A re-run of this turn (same message, same reminder) gets the same event id back, so the

@@ -109,6 +109,12 @@ export async function updateEntityProperties(tx: Tx, entityId: string, propertie
   return rows.length > 0;
 }
 
+/** The names of the person's entities among `ids`, whatever their status (unknown ids are left out). */
+export async function entityNames(tx: Tx, ids: string[]): Promise<string[]> {
+  const rows = await tx.select({ name: entities.name }).from(entities).where(inArray(entities.id, ids));
+  return rows.map((r) => r.name);
+}
+
 /** Archives an entity: it is never recalled again, but its history stays. */
 export async function archiveEntity(tx: Tx, entityId: string): Promise<boolean> {
   const rows = await tx

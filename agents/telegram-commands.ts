@@ -30,12 +30,17 @@ export interface CommandContext {
   reset(): Promise<void>;
 }
 
+/** `/name@bot argument` → { command: "name", argument }; null when `text` is not a command. */
+export function parseCommand(text: string): { command: string; argument: string } | null {
+  const match = /^\/([a-z_]+)(?:@\w+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
+  return match ? { command: match[1]!.toLowerCase(), argument: (match[2] ?? "").trim() } : null;
+}
+
 /** The reply to `text` if it is a command, else null (it goes to the model). */
 export async function answerCommand(text: string, context: CommandContext): Promise<string | null> {
-  const match = /^\/([a-z_]+)(?:@\w+)?(?:\s+([\s\S]*))?$/i.exec(text.trim());
-  if (!match) return null;
-  const command = match[1]!.toLowerCase();
-  const argument = (match[2] ?? "").trim();
+  const parsed = parseCommand(text);
+  if (!parsed) return null;
+  const { command, argument } = parsed;
   const { db, userId } = context;
 
   switch (command) {

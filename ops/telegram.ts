@@ -1,5 +1,7 @@
 // `npm run telegram:register`: setWebhook with url = APP_BASE_URL + /api/messenger/webhook, the
-// webhook secret as secret_token, allowed_updates ["message"]; then prints getWebhookInfo.
+// webhook secret as secret_token, allowed_updates ["message"]; then prints getWebhookInfo, and warns
+// when getMe says the bot can still be added to groups (Soma only talks in private chats; BotFather's
+// /setjoingroups → Disable turns that off, see docs/runbook.md).
 // `npm run telegram:info`: getWebhookInfo only. The token and the secret are never printed.
 import { parseArgs } from "node:util";
 import { loadSettings, requireSettings, runMain, type Settings } from "./cli";
@@ -23,6 +25,23 @@ export async function registerWebhook(settings: Settings, log = console.log): Pr
   if (!body.ok) throw new Error(`setWebhook refused: ${body.description ?? response.status}`);
   log(`telegram:register  setWebhook ${url} (secret_token set, allowed_updates ["message"]): ${body.description ?? "ok"}`);
   await printInfo(settings, log);
+  await warnIfJoinsGroups(root, TELEGRAM_BOT_TOKEN, log);
+}
+
+export const JOIN_GROUPS_WARNING =
+  "telegram:register  WARNING: this bot can be added to groups (getMe can_join_groups: true). Soma only talks in private chats and answers a group with one notice a day; turn it off in BotFather: /setjoingroups → choose the bot → Disable.";
+
+/** getMe's can_join_groups: a warning when true; a failed getMe is reported, never fatal (the webhook is set). */
+async function warnIfJoinsGroups(root: string, token: string, log: (line: string) => void): Promise<void> {
+  try {
+    const response = await fetch(`${root}/bot${token}/getMe`, { signal: AbortSignal.timeout(10_000) });
+    const me = (await response.json()) as { ok: boolean; result?: { username?: string; can_join_groups?: boolean } };
+    if (!me.ok) log(`telegram:register  getMe refused (${response.status}): could not check whether the bot can join groups`);
+    else if (me.result?.can_join_groups) log(JOIN_GROUPS_WARNING);
+    else log(`telegram:register  getMe: @${me.result?.username ?? "?"} cannot be added to groups`);
+  } catch (error) {
+    log(`telegram:register  getMe failed (${error instanceof Error ? error.message : String(error)}): could not check whether the bot can join groups`);
+  }
 }
 
 export async function printInfo(settings: Settings, log = console.log): Promise<void> {

@@ -1,7 +1,8 @@
 // A small Gmail API client over fetch (googleapis does not run on Workers): the four calls the mail
 // intake needs — users.watch, users.history.list, users.messages.list (the bounded resync) and
-// users.messages.get with metadata only (never a body). The access token comes from a provider that
-// refreshes it; a 401 refreshes once and retries.
+// users.messages.get with metadata only (never a body) —, users.stop for a deleted account, and the
+// revocation of a Google grant. The access token comes from a provider that refreshes it; a 401
+// refreshes once and retries.
 import { z } from "zod";
 
 export class GmailError extends Error {
@@ -90,7 +91,14 @@ export class GmailClient {
     return this.#call("GET", `/messages/${encodeURIComponent(id)}?${query}`, MessageMetadata);
   }
 
-  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+  /** users.stop: no more push notifications for this mailbox (its answer has no body). */
+  async stop(signal?: AbortSignal): Promise<void> {
+    await this.#call("POST", "/stop", null, undefined, signal);
+  }
+
+  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T>, body?: unknown, signal?: AbortSignal): Promise<T>;
+  async #call(method: "GET" | "POST", path: string, schema: null, body?: unknown, signal?: AbortSignal): Promise<void>;
+  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T> | null, body?: unknown, signal?: AbortSignal): Promise<T | void> {
     for (let attempt = 0; ; attempt++) {
       const response = await fetch(`${this.#base}${path}`, {
         method,
@@ -99,6 +107,7 @@ export class GmailClient {
           ...(body ? { "content-type": "application/json" } : {}),
         },
         ...(body ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
       });
       if (response.status === 401 && attempt === 0) {
         await response.body?.cancel();
@@ -108,11 +117,33 @@ export class GmailClient {
         const detail = await response.text().catch(() => "");
         throw new GmailError(response.status, `Gmail ${method} ${path.split("?")[0]} answered ${response.status}: ${detail.slice(0, 200)}`);
       }
+      if (schema === null) {
+        await response.body?.cancel();
+        return;
+      }
       const parsed = schema.safeParse(await response.json());
       if (!parsed.success) throw new GmailError(502, `Gmail ${path.split("?")[0]} sent an unexpected shape`);
       return parsed.data;
     }
   }
+}
+
+/**
+ * Revokes a Google OAuth grant (RFC 7009 at Google's revocation endpoint): revoking the refresh token
+ * ends the whole grant, its access tokens included. Google answers 400 for a token it no longer knows,
+ * which means the same thing here: nothing is left to revoke.
+ */
+export async function revokeGoogleToken(revokeUrl: string, token: string, signal?: AbortSignal): Promise<"revoked" | "unknown token"> {
+  const response = await fetch(revokeUrl, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ token }).toString(),
+    ...(signal ? { signal } : {}),
+  });
+  await response.body?.cancel();
+  if (response.ok) return "revoked";
+  if (response.status === 400) return "unknown token";
+  throw new GmailError(response.status, `Google's revocation endpoint answered ${response.status}`);
 }
 
 /** A header of a metadata message ("From", "Subject", …). */

@@ -4,9 +4,12 @@
 //   embeddings        POST /v1/embeddings
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
+//                     POST /google/revoke              (recorded; a token containing "unknown" → 400 as Google does)
+//   account erasure   POST /gmail/v1/users/me/stop, DELETE /api/public/traces (Langfuse; the traces go),
+//                     POST /api/projects/<id>/persons/bulk_delete/ (PostHog): recorded, GET /__erasure lists them
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
 // GET /__requests lists chat-completion requests, POST /__hang {target, match} holds every request to
-// a target ("chat" for chat completions, "embeddings", or a Bot API method) whose body contains
+// a target ("chat" for chat completions, "embeddings", "google-revoke", or a Bot API method) whose body contains
 // `match` (e.g. a chat id or a model name, so that suites running at the same time never hold each
 // other's requests) without an answer until POST /__release {target, match}: then each is answered as
 // usual, unless its client gave up meanwhile (a call that timed out never happened, and is not recorded).
@@ -41,6 +44,8 @@ export async function startStandIns(): Promise<StandIns> {
   const completionRequests: unknown[] = [];
   const googleRequests: Array<Record<string, string>> = [];
   const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
+  /** Deletion requests of a deleted account, in arrival order. */
+  const erasures: Array<{ service: "google-revoke" | "gmail-stop" | "langfuse" | "posthog"; path: string; authorization: string | null; body: string }> = [];
   let messageId = 1000;
   const workflows = await workflowStandIns();
   /** setWebhook registrations per bot token (getWebhookInfo reads them back; the secret is never returned). */
@@ -97,6 +102,27 @@ export async function startStandIns(): Promise<StandIns> {
       }
       if (url.pathname === "/__langfuse") return json(res, 200, langfuseEvents);
       if (url.pathname === "/__google") return json(res, 200, googleRequests);
+      if (url.pathname === "/__erasure") return json(res, 200, erasures);
+      const erasure =
+        req.method === "POST" && url.pathname === "/google/revoke" ? "google-revoke"
+        : req.method === "POST" && url.pathname === "/gmail/v1/users/me/stop" ? "gmail-stop"
+        : req.method === "DELETE" && url.pathname === "/api/public/traces" ? "langfuse"
+        : req.method === "POST" && /^\/api\/projects\/\w+\/persons\/bulk_delete\/$/.test(url.pathname) ? "posthog"
+        : null;
+      if (erasure) {
+        if (!(await holdIfHung(erasure, body, res))) return;
+        erasures.push({ service: erasure, path: url.pathname, authorization: req.headers.authorization ?? null, body });
+        if (erasure === "google-revoke") return new URLSearchParams(body).get("token")?.includes("unknown") ? json(res, 400, { error: "invalid_token" }) : json(res, 200, {});
+        if (erasure === "gmail-stop") return void res.writeHead(204).end();
+        if (erasure === "langfuse") {
+          const { traceIds } = JSON.parse(body) as { traceIds: string[] };
+          const ofTrace = (event: { type: string; body: Record<string, unknown> }) => traceIds.includes(String(event.type === "trace-create" ? event.body.id : event.body.traceId));
+          for (let i = langfuseEvents.length - 1; i >= 0; i--) if (ofTrace(langfuseEvents[i]!)) langfuseEvents.splice(i, 1);
+          return json(res, 200, { message: "Traces deleted" });
+        }
+        const { distinct_ids: ids } = JSON.parse(body) as { distinct_ids: string[] };
+        return json(res, 200, { persons_found: ids.length, persons_deleted: ids.length, events_queued_for_deletion: true, recordings_queued_for_deletion: false });
+      }
       if (url.pathname === "/google/token") {
         const form = Object.fromEntries(new URLSearchParams(body));
         googleRequests.push(form);
@@ -197,7 +223,8 @@ export async function startStandIns(): Promise<StandIns> {
       });
     }
     if (method === "getMe") {
-      return json(res, 200, { ok: true, result: { id: 42, is_bot: true, first_name: "Soma", username: "soma_test_bot" } });
+      // A token containing "joins-groups" plays a bot BotFather still lets join groups.
+      return json(res, 200, { ok: true, result: { id: 42, is_bot: true, first_name: "Soma", username: "soma_test_bot", can_join_groups: token.includes("joins-groups") } });
     }
     return json(res, 200, { ok: true, result: true });
   }

@@ -1,16 +1,27 @@
 // The signed-in person's account (session required).
 //   GET    /api/me       who is signed in, and which doors are linked
-//   DELETE /api/account  deletes everything: Postgres rows (by cascade), the agent's own storage and
-//                        the person's dead letters
+//   DELETE /api/account  deletes everything, in this order: the Postgres rows (by cascade) with a
+//                        tombstone for each of the person's sign-in identities, so that no door can
+//                        create them again for a day (db/repositories/auth.ts); this isolate's cached
+//                        sender; the agent's own storage; the person's dead letters. Then, without
+//                        holding up the answer, what outside services keep (agents/telemetry/erasure.ts).
+// Rows first: should the agent's erasure fail, nothing of the account can be reached any more (no
+// session, no sender, no row), whereas the other way round a failed row delete left a live account
+// without its conversation, and a message could recreate the agent in between.
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
 import { deletePerson } from "../../db/repositories/auth";
 import { forgetSender } from "../telegram/inbox";
 import { deadLetters } from "../../agents/dead-letters";
+import { describeError, logJson } from "../../agents/log";
+import { prepareOutsideErasure } from "../../agents/telemetry/erasure";
 import { agentFor } from "../agent-routing";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, requireSession } from "../auth/session";
 import type { AppEnv } from "../types";
+
+/** Attempts at erasing the agent's storage before the failure is left to operators (logged). */
+const AGENT_ERASE_ATTEMPTS = 3;
 
 // Route-level middleware on purpose: this sub-app is mounted at /api, where a `.use()` would guard
 // every other API route too.
@@ -33,12 +44,28 @@ export const account = new Hono<AppEnv>()
   })
   .delete("/account", requireSession("reject"), requireSameOrigin, async (c) => {
     const userId = c.var.person.id;
-    const agent = await agentFor(c.env, userId);
-    await agent.destroy();
-    await endSession(c);
+    const eraseOutside = await prepareOutsideErasure(c.var.config, c.env, c.var.db, userId);
     await deletePerson(c.var.db, userId);
+    await endSession(c);
     forgetSender(userId);
+    await eraseAgent(c.env, userId, c.var.requestId);
     // Messages of theirs set aside as dead letters go too.
     await deadLetters(c.env).forgetPerson(userId);
+    c.executionCtx.waitUntil(eraseOutside());
     return c.json({ deleted: true });
   });
+
+async function eraseAgent(env: Env, userId: string, requestId: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const agent = await agentFor(env, userId);
+      await agent.destroy();
+      return;
+    } catch (error) {
+      if (attempt < AGENT_ERASE_ATTEMPTS) continue;
+      // The rows are gone: no door leads to this object any more. Its storage is left for operators.
+      logJson("error", { requestId, erasure: "agent storage not erased", agent: userId, error: describeError(error) });
+      return;
+    }
+  }
+}

@@ -1,10 +1,12 @@
 // The grammY bot of the webhook. It never calls Telegram itself: botInfo is derived from
-// configuration (no getMe before the secret check), and every reply is sent by the person's agent
-// from its durable inbox. One Composer per feature, installed here.
+// configuration (no getMe before the secret check), every reply to a person's message is sent by
+// their agent from its durable inbox, and the webhook's own few notices (group chats, deleted
+// accounts) travel in the webhook's response. One Composer per feature, installed here.
 import { Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
 import type { Config } from "../../agents/config";
 import { inbox, type InboxDeps } from "./inbox";
+import { privateChatsOnly } from "./private-chats";
 
 /** The bot's identity from its token ("<bot id>:<secret>") and username. */
 export function botInfoFrom(token: string, username: string | undefined): UserFromGetMe {
@@ -29,8 +31,10 @@ export function botInfoFrom(token: string, username: string | undefined): UserFr
 export function createTelegramBot(config: Config & { TELEGRAM_BOT_TOKEN: string }, deps: InboxDeps): Bot {
   const bot = new Bot(config.TELEGRAM_BOT_TOKEN, {
     botInfo: botInfoFrom(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_BOT_USERNAME),
-    client: { apiRoot: config.TELEGRAM_API_ROOT },
+    // A sendMessage from the webhook becomes its response body (see webhookReply in routes/telegram.ts).
+    client: { apiRoot: config.TELEGRAM_API_ROOT, canUseWebhookReply: (method) => method === "sendMessage" },
   });
+  bot.use(privateChatsOnly(deps.db));
   bot.use(inbox(deps));
   bot.catch((error) => {
     // Thrown back to the webhook route, which answers 5xx so Telegram redelivers: nothing is lost.

@@ -1,11 +1,19 @@
 // Messages → the sender's agent. The sender is resolved on the server (first contact creates the
 // person) and the message is stored in their agent's durable inbox; the webhook then answers 200.
 // Commands, the model turn and every reply happen in the agent, in order, once.
+//
+// A sender whose account was deleted less than a day ago (db/repositories/auth.ts, tombstones) is
+// neither created again nor given an agent: they are told once a minute at most, as the webhook's
+// reply, that the account is gone, and a /start they send after the deletion begins a new account.
 import { Composer, type Context } from "grammy";
+import type { Message } from "grammy/types";
+import { parseCommand } from "../../agents/telegram-commands";
 import type { Telemetry } from "../../agents/telemetry/sinks";
 import type { Database } from "../../db/database";
-import { ensureTelegramPerson } from "../../db/repositories/auth";
+import { AccountDeletedError, claimDeletedNotice, ensureTelegramPerson, reopenTelegramIdentity } from "../../db/repositories/auth";
 import { agentFor } from "../agent-routing";
+
+export const DELETED_NOTICE = "Your Soma account was deleted, and everything I remembered with it. Send /start to begin a new one.";
 
 export interface InboxDeps {
   env: Env;
@@ -42,11 +50,22 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
   composer.on("message", async (ctx) => {
     const { message, from } = ctx;
     if (!from || from.is_bot) return;
-    const person = await resolveSender(db, {
+    const account = {
       telegramUserId: from.id,
       chatId: message.chat.id,
       displayName: [from.first_name, from.last_name].filter(Boolean).join(" "),
-    });
+    };
+    let person: { id: string; created: boolean };
+    try {
+      person = await resolveSender(db, account);
+    } catch (error) {
+      if (!(error instanceof AccountDeletedError)) throw error;
+      if (!(isStart(message) && (await reopenTelegramIdentity(db, from.id, sentAt(message))))) {
+        if (await claimDeletedNotice(db, from.id)) await ctx.reply(DELETED_NOTICE);
+        return;
+      }
+      person = await resolveSender(db, account);
+    }
     if (person.created) telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
     telemetry.capture({ event: "message_received", userId: person.id, properties: { surface: "telegram" } });
     const agent = await agentFor(env, person.id);
@@ -59,4 +78,13 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
     });
   });
   return composer;
+}
+
+function isStart(message: Message): boolean {
+  return parseCommand(message.text ?? "")?.command === "start";
+}
+
+/** When Telegram says the message was sent; the seconds are rounded up, so a /start in the very second of the deletion counts as after it. */
+function sentAt(message: Message): Date {
+  return new Date(((typeof message.date === "number" ? message.date : 0) + 1) * 1000);
 }

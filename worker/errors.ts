@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ConfigError, loadConfig, type Config } from "../agents/config";
+import { AccountDeletedError } from "../db/repositories/auth";
 import { reportError } from "../agents/telemetry/sentry";
 import type { AppEnv } from "./types";
 import { describeError, logJson } from "../agents/log";
@@ -15,6 +16,7 @@ export const ERROR_STATUS = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limited: 429,
@@ -58,6 +60,7 @@ export function errorResponse(c: Context<AppEnv>, error: unknown): Response {
 function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof ConfigError) return new ApiError("config_invalid", error.message);
+  if (error instanceof AccountDeletedError) return new ApiError("forbidden", error.message);
   if (error instanceof HTTPException) {
     const byStatus = Object.entries(ERROR_STATUS).find(([, status]) => status === error.status);
     const code = (byStatus?.[0] as ErrorCode | undefined) ?? (error.status < 500 ? "bad_request" : "internal");

@@ -30,6 +30,27 @@ export function call(path: string, init?: RequestInit): Promise<Response> {
   return exports.default.fetch(new Request(`https://soma.test${path}`, init));
 }
 
+/** What a sign-in page (/login, /auth/link/:token) hands this browser: the nonce it carries and its cookie. */
+export async function signInPage(path = "/login"): Promise<{ nonce: string; cookie: string; html: string }> {
+  const response = await call(path);
+  const html = await response.text();
+  const nonce = /nonce=([\w-]{43})"|name="nonce" value="([\w-]{43})"/.exec(html);
+  const cookie = response.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_login="))?.split(";")[0];
+  if (!nonce || !cookie) throw new Error(`${path} handed out no login nonce`);
+  return { nonce: (nonce[1] ?? nonce[2])!, cookie, html };
+}
+
+/** Opens a one-time sign-in link as its owner does: the link's page, then its button (same browser). */
+export async function openLoginLink(token: string, cookie?: string): Promise<Response> {
+  const { nonce, cookie: nonceCookie } = await signInPage(`/auth/link/${token}`);
+  return call(`/auth/link/${token}`, {
+    method: "POST",
+    headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", cookie: [nonceCookie, cookie].filter(Boolean).join("; ") },
+    body: new URLSearchParams({ nonce }),
+    redirect: "manual",
+  });
+}
+
 /** A request to the Worker running with some bindings replaced (another environment, a missing key). */
 export async function callWithEnv(overrides: Record<string, unknown>, path: string, init?: RequestInit): Promise<Response> {
   const ctx = createExecutionContext();

@@ -1,8 +1,9 @@
-// Guards sign-in basics: the development sign-in exists only in development, refuses cross-site
-// requests, and starts a real session; logout ends it; a session token is never reusable after.
+// Guards sign-in: the development sign-in exists only in development, refuses cross-site requests,
+// and starts a real session; logout ends it; a session token is never reusable after; a sign-in counts
+// only when this browser started it on Soma's own page (finding 5: login CSRF).
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, callWithEnv, chatAs, newPerson, testDatabase } from "./helpers";
+import { call, callWithEnv, chatAs, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase } from "./helpers";
 import { createLoginToken } from "../../db/repositories/auth";
 
 function asDevelopment(path: string, init: RequestInit = {}) {
@@ -12,6 +13,26 @@ function asDevelopment(path: string, init: RequestInit = {}) {
 function cookieOf(response: Response): string {
   const set = response.headers.get("set-cookie") ?? "";
   return set.split(";")[0]!;
+}
+
+function sessionOf(response: Response): string | undefined {
+  return response.headers.getSetCookie().find((c) => c.startsWith("soma_session="))?.split(";")[0];
+}
+
+async function signedWidgetQuery(fields: Record<string, string>, token = env.TELEGRAM_BOT_TOKEN): Promise<string> {
+  const dataCheckString = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join("\n");
+  const secret = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
+  const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(dataCheckString)));
+  const hash = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return new URLSearchParams({ ...fields, hash }).toString();
+}
+const now = () => String(Math.floor(Date.now() / 1000));
+const telegramId = () => String(800_000_000 + Math.floor(Math.random() * 1e6));
+
+/** The widget's redirect as the browser that loaded /login makes it (the nonce is in the auth URL). */
+async function widgetRedirect(query: string, browser: { nonce: string; cookie: string }, headers: Record<string, string> = {}) {
+  return call(`/auth/telegram?nonce=${browser.nonce}&${query}`, { headers: { cookie: browser.cookie, "sec-fetch-site": "same-origin", ...headers }, redirect: "manual" });
 }
 
 describe("POST /auth/dev", () => {
@@ -55,63 +76,129 @@ describe("POST /logout", () => {
 });
 
 describe("the one-time link from /login", () => {
-  it("GET only shows a button; POST spends the link once and starts a session", async () => {
+  it("GET only shows a button; POST from that page spends the link once and starts a session", async () => {
     const person = await newPerson();
     const token = await createLoginToken(testDatabase(), person.id, 600);
 
-    const preview = await call(`/auth/link/${token}`);
-    expect(preview.status).toBe(200);
-    expect(await preview.text()).toContain(`action="/auth/link/${token}"`);
+    const preview = await signInPage(`/auth/link/${token}`);
+    expect(preview.html).toContain(`action="/auth/link/${token}"`);
+    expect(preview.cookie).toMatch(/^__Host-soma_login=[\w-]{43}$/);
 
-    const first = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    const first = await openLoginLink(token);
     expect(first.status).toBe(303);
     expect(first.headers.get("location")).toBe("/app");
-    expect(await chatAs(cookieOf(first), "I read Emma")).toBe("Noted: Emma (book). I'll remember it.");
+    expect(await chatAs(sessionOf(first)!, "I read Emma")).toBe("Noted: Emma (book). I'll remember it.");
 
-    const reused = await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    const reused = await openLoginLink(token);
     expect(reused.status).toBe(400);
-    expect(reused.headers.get("set-cookie")).toBeNull();
+    expect(sessionOf(reused)).toBeUndefined();
   });
 
   it("refuses a cross-site POST and an unknown token", async () => {
     const cross = await call("/auth/link/whatever", { method: "POST", headers: { origin: "https://evil.example" } });
     expect(cross.status).toBe(403);
-    const unknown = await call("/auth/link/not-a-token", { method: "POST", headers: { origin: "https://soma.test" } });
+    const unknown = await openLoginLink("not-a-token");
     expect(unknown.status).toBe(400);
   });
 });
 
 describe("GET /auth/telegram (the Login Widget)", () => {
-  async function signed(fields: Record<string, string>, token = env.TELEGRAM_BOT_TOKEN) {
-    const dataCheckString = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join("\n");
-    const secret = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
-    const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(dataCheckString)));
-    const hash = [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
-    return new URLSearchParams({ ...fields, hash }).toString();
-  }
-  const now = () => String(Math.floor(Date.now() / 1000));
-  const telegramId = () => String(800_000_000 + Math.floor(Math.random() * 1e6));
+  it("signs in a correctly signed, fresh widget login coming back to the browser that loaded /login", async () => {
+    const login = await call("/login");
+    const page = await login.text();
+    expect(page).toContain('data-telegram-login="soma_test_bot"');
+    expect(page).toMatch(/data-auth-url="\/auth\/telegram\?nonce=[\w-]{43}"/);
+    expect(login.headers.get("cache-control")).toBe("no-store");
+    const nonceCookie = login.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_login="))!;
+    for (const attribute of [/HttpOnly/, /Secure/, /SameSite=Lax/, /Path=\//, /Max-Age=600/]) expect(nonceCookie).toMatch(attribute);
 
-  it("signs in a correctly signed, fresh widget login and shows the login page's widget", async () => {
-    const query = await signed({ id: telegramId(), first_name: "Grace", username: "grace", auth_date: now() });
-    const response = await call(`/auth/telegram?${query}`, { redirect: "manual" });
+    const response = await widgetRedirect(await signedWidgetQuery({ id: telegramId(), first_name: "Grace", username: "grace", auth_date: now() }), await signInPage());
     expect(response.status).toBe(303);
     expect(response.headers.get("location")).toBe("/app");
-    expect(await chatAs(cookieOf(response), "I read Kindred")).toBe("Noted: Kindred (book). I'll remember it.");
-    expect(await (await call("/login")).text()).toContain('data-telegram-login="soma_test_bot"');
+    expect(await chatAs(sessionOf(response)!, "I read Kindred")).toBe("Noted: Kindred (book). I'll remember it.");
+    // The nonce has served its sign-in: the browser is told to forget it.
+    expect(response.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_login="))).toMatch(/Max-Age=0/);
   });
 
   it("refuses a wrong signature, another bot's signature, a stale login and junk", async () => {
+    const browser = await signInPage();
     const fields = { id: telegramId(), first_name: "Mallory", auth_date: now() };
-    const tampered = (await signed(fields)).replace("Mallory", "Alice");
-    const otherBot = await signed(fields, "999:other-bot-token");
-    const stale = await signed({ ...fields, auth_date: String(Math.floor(Date.now() / 1000) - 3600) });
+    const tampered = (await signedWidgetQuery(fields)).replace("Mallory", "Alice");
+    const otherBot = await signedWidgetQuery(fields, "999:other-bot-token");
+    const stale = await signedWidgetQuery({ ...fields, auth_date: String(Math.floor(Date.now() / 1000) - 3600) });
     for (const query of [tampered, otherBot, stale]) {
-      const response = await call(`/auth/telegram?${query}`, { redirect: "manual" });
+      const response = await widgetRedirect(query, browser);
       expect(response.status).toBe(401);
-      expect(response.headers.get("set-cookie")).toBeNull();
+      expect(sessionOf(response)).toBeUndefined();
     }
-    expect((await call("/auth/telegram?id=abc")).status).toBe(400);
+    expect((await widgetRedirect("id=abc", browser)).status).toBe(400);
+  });
+});
+
+describe("finding 5: login CSRF through the Telegram widget and the one-time link", () => {
+  it("a correctly signed widget URL opened by another browser signs nobody in", async () => {
+    // The attacker signs in with their own Telegram account and keeps the URL (with their own nonce).
+    const attacker = await signInPage();
+    const victim = await signInPage();
+    const query = await signedWidgetQuery({ id: telegramId(), first_name: "Mallory", auth_date: now() });
+    const attempts = [
+      call(`/auth/telegram?${query}`, { redirect: "manual" }), // the bare signed URL
+      call(`/auth/telegram?${query}`, { headers: { cookie: victim.cookie }, redirect: "manual" }), // victim's cookie, no nonce
+      call(`/auth/telegram?nonce=${attacker.nonce}&${query}`, { headers: { cookie: victim.cookie }, redirect: "manual" }), // the attacker's nonce
+      call(`/auth/telegram?nonce=${attacker.nonce}&${query}`, { redirect: "manual" }), // a nonce but no cookie
+      widgetRedirect(query, victim, { "sec-fetch-site": "cross-site" }), // even the right nonce, from another site
+    ];
+    for (const response of await Promise.all(attempts)) {
+      expect(response.status).toBe(403);
+      expect(sessionOf(response)).toBeUndefined();
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe("forbidden");
+    }
+  });
+
+  it("a browser navigation without the proof gets a page saying why and the way back, not a session", async () => {
+    const query = await signedWidgetQuery({ id: telegramId(), first_name: "Mallory", auth_date: now() });
+    const response = await call(`/auth/telegram?${query}`, { headers: { accept: "text/html,application/xhtml+xml" }, redirect: "manual" });
+    expect(response.status).toBe(403);
+    expect(response.headers.get("content-type")).toMatch(/^text\/html/);
+    const page = await response.text();
+    expect(page).toContain("did not start on this browser&#39;s sign-in page");
+    expect(page).toContain('href="/login"');
+    expect(sessionOf(response)).toBeUndefined();
+  });
+
+  it("a link POST that did not come from the link's page in this browser spends nothing and signs nobody in", async () => {
+    const owner = await newPerson("link-owner");
+    const token = await createLoginToken(testDatabase(), owner.id, 600);
+    const attacker = await signInPage(`/auth/link/${token}`);
+    const victim = await signInPage("/login");
+    const post = (headers: Record<string, string>, nonce?: string) =>
+      call(`/auth/link/${token}`, {
+        method: "POST",
+        headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", ...headers },
+        body: new URLSearchParams(nonce ? { nonce } : {}),
+        redirect: "manual",
+      });
+    for (const response of [await post({}), await post({ cookie: victim.cookie }), await post({ cookie: victim.cookie }, attacker.nonce), await post({}, attacker.nonce)]) {
+      expect(response.status).toBe(403);
+      expect(sessionOf(response)).toBeUndefined();
+    }
+    // Nothing was spent: the owner's own browser still signs in with it.
+    const own = await openLoginLink(token);
+    expect(own.status).toBe(303);
+    expect(sessionOf(own)).toBeDefined();
+  });
+
+  it("a link does not silently switch a signed-in browser to another person's account", async () => {
+    const victim = await newPerson("signed-in");
+    const cookie = await sessionCookie(victim);
+    const owner = await newPerson("link-giver");
+    const token = await createLoginToken(testDatabase(), owner.id, 600);
+    const page = await signInPage(`/auth/link/${token}`);
+    expect(page.html).toContain("Continue only if that was you");
+    const response = await openLoginLink(token, cookie);
+    expect(response.status).toBe(409);
+    expect(sessionOf(response)).toBeUndefined();
+    const me = (await (await call("/api/me", { headers: { cookie } })).json()) as { id: string };
+    expect(me.id).toBe(victim.id);
   });
 });

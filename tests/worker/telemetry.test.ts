@@ -6,7 +6,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createLoginToken } from "../../db/repositories/auth";
-import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
+import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, openLoginLink, sessionCookie, testDatabase, waitForReplies } from "./helpers";
 
 interface Received {
   sink: "posthog" | "axiom" | "sentry";
@@ -69,7 +69,7 @@ describe("PostHog (product events)", () => {
     await chatAs(cookie, "I watched Arrival");
     await chatAs(cookie, "which movies did I watch?");
     const token = await createLoginToken(testDatabase(), person.id, 600);
-    await call(`/auth/link/${token}`, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    expect((await openLoginLink(token)).status).toBe(303);
     const web = await productEvents(person.id, 5);
     const names = web.map((e) => e.event);
     expect(names.filter((n) => n === "message_received")).toHaveLength(2);

@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { WELCOME } from "../../../agents/telegram-commands";
 import { createLoginToken, type Person } from "../../../db/repositories/auth";
-import { callWithEnv, newPerson, readChatStream, sessionCookie, testDatabase } from "../helpers";
+import { callWithEnv, newPerson, readChatStream, sessionCookie, signInPage, testDatabase } from "../helpers";
 import {
   allBotCalls,
   base64,
@@ -470,9 +470,12 @@ describe("sign-in routes", () => {
       `${token}%00`,
       "x".repeat(100_000),
     ];
-    const cases: Case[] = tokens.map((t) => ({ label: `token ${t.slice(0, 50)}`, path: `/auth/link/${t}`, init: { method: "POST", headers: { origin: ORIGIN } } }));
+    // Sent as the link's page would (its nonce and cookie), so that the token itself is what is refused.
+    const page = await signInPage(`/auth/link/${token}`);
+    const fromPage = () => ({ origin: ORIGIN, "content-type": "application/x-www-form-urlencoded", cookie: page.cookie });
+    const cases: Case[] = tokens.map((t) => ({ label: `token ${t.slice(0, 50)}`, path: `/auth/link/${t}`, init: { method: "POST", headers: fromPage(), body: `nonce=${page.nonce}` } }));
     for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(30)}`]) cases.push({ label: `the real token from origin ${origin}`, path: `/auth/link/${token}`, init: { method: "POST", headers: { origin } } });
-    for (let i = 0; i < 4; i++) cases.push({ label: `random body #${i}`, path: `/auth/link/${fuzz.ascii(20).replace(/\W/g, "")}x`, init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(2000) } });
+    for (let i = 0; i < 4; i++) cases.push({ label: `random body #${i}`, path: `/auth/link/${fuzz.ascii(20).replace(/\W/g, "")}x`, init: { method: "POST", headers: { ...fromPage(), ...JSON_TYPE }, body: fuzz.bytes(2000) } });
     await run("POST /auth/link/:token", cases, {
       each: async (c, response) => {
         expect([400, 403, 404, 405], c.label).toContain(response.status);
@@ -511,14 +514,17 @@ describe("sign-in routes", () => {
     queries.push(`hash=${"0".repeat(64)}&${await sign(base())}`);
     queries.push(`${await sign(base())}&extra=1`);
     queries.push("", "hash=", `id=${REFUSED_FROM + 499_000}&hash=${"f".repeat(64)}&auth_date=${now()}`);
+    // Each comes back to the browser that loaded /login (its nonce and cookie), so what is fuzzed is the
+    // widget data itself; without them every one is a 403 (tests/worker/sign-in.test.ts, finding 5).
+    const browser = await signInPage();
     await run(
       "GET /auth/telegram",
-      queries.map((query) => ({ label: query.slice(0, 70), path: `/auth/telegram?${query}`, init: {} })),
+      queries.map((query) => ({ label: query.slice(0, 70), path: `/auth/telegram?nonce=${browser.nonce}&${query}`, init: { headers: { cookie: browser.cookie } } })),
       {
         database: false,
         each: async (c, response) => {
           expect([400, 401], c.label).toContain(response.status);
-          expect(response.headers.get("set-cookie"), c.label).toBeNull();
+          expect(response.headers.getSetCookie().filter((cookie) => cookie.startsWith("soma_session=")), c.label).toEqual([]);
         },
       },
     );
@@ -526,11 +532,11 @@ describe("sign-in routes", () => {
 
     // Correctly signed with a NUL in the name (regression: a 500 from Postgres): signs in.
     const id = ACCEPTED_FROM + 900_000;
-    const response = await fetchWorker(`/auth/telegram?${await sign({ id: String(id), first_name: "Nu\u0000ll", last_name: "\ud800", auth_date: now() })}`);
+    const response = await fetchWorker(`/auth/telegram?nonce=${browser.nonce}&${await sign({ id: String(id), first_name: "Nu\u0000ll", last_name: "\ud800", auth_date: now() })}`, { headers: { cookie: browser.cookie } });
     tally.set("GET /auth/telegram", (tally.get("GET /auth/telegram") ?? 0) + 1);
     record("GET /auth/telegram", response.status);
     expect(response.status).toBe(303);
-    expect(response.headers.get("set-cookie")).toMatch(/^soma_session=/);
+    expect(response.headers.getSetCookie().some((cookie) => cookie.startsWith("soma_session="))).toBe(true);
     const [created] = await telegramPeople(id, id);
     expect(created?.display_name).toBe("Null \ufffd");
   });

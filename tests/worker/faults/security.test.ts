@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { UserAgent } from "../../../agents/user-agent";
 import { createLoginToken, type Person } from "../../../db/repositories/auth";
 import { secretsEqual } from "../../../worker/auth/secrets";
-import { botReplies, callWithEnv, failBotApi, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "../helpers";
+import { botReplies, callWithEnv, failBotApi, newChatId, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase, waitForReplies } from "../helpers";
 import { scriptedModel, type Step } from "../scripted-model";
 import { connectMailbox, envelope, expectErrorShape, fetchWorker, footprint, newUpdateId, owner, postUpdate, pushToken, textUpdate } from "./support";
 
@@ -213,7 +213,7 @@ describe("session fixation", () => {
 
     const person = await newPerson("fixation-link");
     const token = await createLoginToken(testDatabase(), person.id, 600);
-    signedIn.push(["the /login link", await fetchWorker(`/auth/link/${token}`, { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${planted}` } }), person.id]);
+    signedIn.push(["the /login link", await openLoginLink(token, `soma_session=${planted}`), person.id]);
 
     const dev = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${planted}` } });
     signedIn.push(["the development sign-in", dev, ((await dev.clone().json()) as { person: { id: string } }).person.id]);
@@ -244,7 +244,7 @@ describe("session fixation", () => {
 
     const dave = await newPerson("fixation-new");
     const token = await createLoginToken(testDatabase(), dave.id, 600);
-    const response = await fetchWorker(`/auth/link/${token}`, { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${old}` } });
+    const response = await openLoginLink(token, `soma_session=${old}`);
     expect(response.status).toBe(303);
     const fresh = sessionOf(response)!;
     expect(fresh).not.toBe(old);
@@ -258,7 +258,13 @@ describe("the one-time sign-in link", () => {
   it("a spent link is 400 with no session, however often and however fast it is replayed", async () => {
     const person = await newPerson("spent-link");
     const token = await createLoginToken(testDatabase(), person.id, 600);
-    const post = () => fetchWorker(`/auth/link/${token}`, { method: "POST", headers: { origin: ORIGIN } });
+    const page = await signInPage(`/auth/link/${token}`);
+    const post = () =>
+      fetchWorker(`/auth/link/${token}`, {
+        method: "POST",
+        headers: { origin: ORIGIN, "content-type": "application/x-www-form-urlencoded", cookie: page.cookie },
+        body: new URLSearchParams({ nonce: page.nonce }),
+      });
     // Five at once: exactly one spends it.
     const burst = await Promise.all(Array.from({ length: 5 }, post));
     expect(burst.map((r) => r.status).sort()).toEqual([303, 400, 400, 400, 400]);
@@ -297,7 +303,7 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
     const token = await createLoginToken(testDatabase(), person.id, 600);
     for (const [label, headers] of CROSS_SITE) await expectRefused(await fetchWorker(`/auth/link/${token}`, { method: "POST", headers }), label);
     expect(await footprint(person.id)).toMatchObject({ sessions: 0, open_login_tokens: 1 });
-    expect((await fetchWorker(`/auth/link/${token}`, { method: "POST", headers: { origin: ORIGIN } })).status).toBe(303); // still good
+    expect((await openLoginLink(token)).status).toBe(303); // still good
   });
 
   it("POST /auth/dev (development): refused, no session", async () => {
@@ -446,7 +452,7 @@ describe("no secret in the Worker's logs", () => {
       const [reply] = await waitForReplies(chatId, 1);
       const link = new URL(/https:\/\/\S+/.exec(reply!)![0]);
       secrets.loginLinkToken = link.pathname.split("/").pop()!;
-      const signIn = await fetchWorker(link.pathname, { method: "POST", headers: { origin: ORIGIN } });
+      const signIn = await openLoginLink(secrets.loginLinkToken);
       expect(signIn.status).toBe(303);
       secrets.sessionToken = sessionOf(signIn)!;
       expect(await whoIs(secrets.sessionToken)).not.toBeNull();
@@ -457,7 +463,7 @@ describe("no secret in the Worker's logs", () => {
       while (!lines.some((l) => l.includes('"delivery"')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       expect(lines.some((l) => l.includes('"delivery"'))).toBe(true);
       // The same link again (refused), a wrong secret, a wrong mail token.
-      expect((await fetchWorker(link.pathname, { method: "POST", headers: { origin: ORIGIN } })).status).toBe(400);
+      expect((await openLoginLink(secrets.loginLinkToken)).status).toBe(400);
       expect((await postUpdate(textUpdate(chatId, "x"), { "x-telegram-bot-api-secret-token": `${env.TELEGRAM_WEBHOOK_SECRET}!` })).status).toBe(401);
       // Mail: a valid push, a rejected OIDC token, a push Inngest cannot take (logged as an error).
       const { email } = await connectMailbox("log-check");

@@ -26,7 +26,7 @@ export default defineConfig({
             // The [ai] binding would otherwise ask for a remote session; tests use scripted models.
             remoteBindings: false,
             miniflare: {
-              hyperdrives: { HYPERDRIVE: inject("databaseUrl") },
+              hyperdrives: { HYPERDRIVE: inject("workerDatabaseUrl") },
               bindings: {
                 ENVIRONMENT: "test",
                 AI_PROVIDER: "offline",

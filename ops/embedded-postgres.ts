@@ -5,6 +5,7 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { uuid_ossp } from "@electric-sql/pglite/contrib/uuid_ossp";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
+import { createHash, createHmac, pbkdf2Sync, timingSafeEqual } from "node:crypto";
 import type { Server, Socket } from "node:net";
 
 export interface EmbeddedPostgres {
@@ -32,6 +33,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   await server.start();
   keepSocketErrorsHandled(server);
   deliverWholeExchanges(server);
+  authenticateClients(server, db);
   const address = server.getServerConn();
   const port = Number(address.split(":").pop());
   let stopping: Promise<void> | undefined;
@@ -115,3 +117,156 @@ function deliverWholeExchanges(server: PGLiteSocketServer): void {
     }) as Socket["emit"];
   });
 }
+
+/** The role PGlite's one session is authenticated as: trusted, like the owner of a local cluster. */
+const SUPERUSER = "postgres";
+
+interface QueryQueue {
+  enqueue(handlerId: number, message: Uint8Array, onData: (data: Uint8Array) => void): Promise<number>;
+  clearQueueForHandler(handlerId: number): void;
+}
+type RawStream = (message: Uint8Array, options: { onRawData: (data: Uint8Array) => void }) => Promise<void>;
+
+/**
+ * PGlite ignores the user and password of a StartupMessage: every client of the socket server would
+ * act as the superuser, and the Worker's login role (db/sql/0100_roles.sql) would prove nothing
+ * locally. Here each client is who it says it is:
+ *   - the role must exist and be allowed to log in; a role with a password must send it (cleartext
+ *     over loopback, checked against the stored SCRAM or MD5 verifier), one without is trusted;
+ *   - before a client's messages run, the shared session is switched to its role with SET SESSION
+ *     AUTHORIZATION (never inside a transaction: the queue keeps a transaction on its own client).
+ * Limit: the session was authenticated as the superuser, so a client that itself runs SET SESSION
+ * AUTHORIZATION can still become anyone. This is local development only; the production boundary
+ * is PostgreSQL's own (tests/node/db-setup.test.ts checks both).
+ */
+function authenticateClients(server: PGLiteSocketServer, db: PGlite): void {
+  const queue = (server as unknown as { queryQueue: QueryQueue }).queryQueue;
+  const clients = new Map<number, { user: string; startup?: Uint8Array; verifier?: string }>();
+  const origin = new WeakMap<Uint8Array, number>();
+  const enqueue = queue.enqueue.bind(queue);
+  queue.enqueue = (handlerId, message, onData) => {
+    origin.set(message, handlerId);
+    return enqueue(handlerId, message, onData);
+  };
+  const clear = queue.clearQueueForHandler.bind(queue);
+  queue.clearQueueForHandler = (handlerId) => {
+    clients.delete(handlerId);
+    clear(handlerId);
+  };
+
+  const raw = db.execProtocolRawStream.bind(db) as RawStream;
+  let sessionUser = SUPERUSER;
+  /** Runs one statement on the session for ourselves; its answer goes to no client. */
+  const run = async (statement: string): Promise<string[]> => {
+    const body = Buffer.from(`${statement}\0`);
+    const message = Buffer.concat([Buffer.from("Q"), int32(body.length + 4), body]);
+    const answer: Uint8Array[] = [];
+    await raw(new Uint8Array(message), { onRawData: (data) => answer.push(data) });
+    return dataRowValues(Buffer.concat(answer));
+  };
+  const become = async (user: string) => {
+    if (user === sessionUser || db.isInTransaction()) return;
+    // Named, not RESET: PGlite's single-user boot leaves session_authorization without a reset value.
+    await run(`set session authorization ${quoteIdent(user)}`);
+    sessionUser = user;
+  };
+
+  const authenticated: RawStream = async (message, options) => {
+    const handlerId = origin.get(message)!;
+    const client = clients.get(handlerId);
+    const refuse = (code: string, text: string) => options.onRawData(errorResponse(code, text));
+
+    if (!client && isStartupMessage(message)) {
+      const user = startupParameters(message).get("user") ?? SUPERUSER;
+      await become(SUPERUSER);
+      const [canLogin, verifier] = await run(`select rolcanlogin::text, coalesce(rolpassword, '') from pg_authid where rolname = ${quoteLiteral(user)}`);
+      if (canLogin === undefined) return refuse("28000", `role "${user}" does not exist`);
+      if (canLogin !== "true") return refuse("28000", `role "${user}" is not permitted to log in`);
+      if (!verifier) {
+        clients.set(handlerId, { user });
+        return raw(message, options);
+      }
+      clients.set(handlerId, { user, startup: message, verifier });
+      return options.onRawData(new Uint8Array(Buffer.concat([Buffer.from("R"), int32(8), int32(3)]))); // AuthenticationCleartextPassword
+    }
+    if (client?.startup && message[0] === "p".charCodeAt(0)) {
+      const password = Buffer.from(message.subarray(5)).toString("utf8").replace(/\0$/, "");
+      if (!passwordMatches(password, client.user, client.verifier!)) {
+        clients.delete(handlerId);
+        return refuse("28P01", `password authentication failed for user "${client.user}"`);
+      }
+      const startup = client.startup;
+      clients.set(handlerId, { user: client.user });
+      return raw(startup, options);
+    }
+    if (!client || client.startup) return refuse("08P01", "the connection has not been authenticated");
+    await become(client.user);
+    return raw(message, options);
+  };
+  (db as unknown as { execProtocolRawStream: RawStream }).execProtocolRawStream = async (message, options) => {
+    if (!origin.has(message)) return raw(message, options);
+    try {
+      await authenticated(message, options);
+    } catch (error) {
+      // The library's queue stops for good when this throws: answer the one client instead.
+      options.onRawData(errorResponse("XX000", error instanceof Error ? error.message : String(error)));
+    }
+  };
+}
+
+function isStartupMessage(message: Uint8Array): boolean {
+  return message.length >= 8 && Buffer.from(message).readInt32BE(4) === 196_608; // protocol 3.0
+}
+
+function startupParameters(message: Uint8Array): Map<string, string> {
+  const parts = Buffer.from(message.subarray(8)).toString("utf8").split("\0");
+  const parameters = new Map<string, string>();
+  for (let i = 0; i + 1 < parts.length && parts[i]; i += 2) parameters.set(parts[i]!, parts[i + 1]!);
+  return parameters;
+}
+
+/** The text values of every DataRow in a backend answer, in order. */
+function dataRowValues(answer: Buffer): string[] {
+  const values: string[] = [];
+  for (let offset = 0; offset + 5 <= answer.length; ) {
+    const type = answer[offset]!;
+    const length = answer.readInt32BE(offset + 1);
+    if (type === "D".charCodeAt(0)) {
+      let at = offset + 7;
+      for (let column = answer.readInt16BE(offset + 5); column > 0; column--) {
+        const size = answer.readInt32BE(at);
+        values.push(size < 0 ? "" : answer.toString("utf8", at + 4, at + 4 + size));
+        at += 4 + Math.max(size, 0);
+      }
+    }
+    if (type === "E".charCodeAt(0)) throw new Error(`embedded Postgres: ${answer.toString("utf8", offset + 5, offset + 1 + length)}`);
+    offset += 1 + length;
+  }
+  return values;
+}
+
+function passwordMatches(password: string, user: string, verifier: string): boolean {
+  const same = (a: Buffer, b: Buffer) => a.length === b.length && timingSafeEqual(a, b);
+  const scram = /^SCRAM-SHA-256\$(\d+):([^$]+)\$([^:]+):(.+)$/.exec(verifier);
+  if (scram) {
+    const salted = pbkdf2Sync(password.normalize("NFKC"), Buffer.from(scram[2]!, "base64"), Number(scram[1]), 32, "sha256");
+    const storedKey = createHash("sha256").update(createHmac("sha256", salted).update("Client Key").digest()).digest();
+    return same(storedKey, Buffer.from(scram[3]!, "base64"));
+  }
+  if (verifier.startsWith("md5")) return same(Buffer.from(`md5${createHash("md5").update(password + user).digest("hex")}`), Buffer.from(verifier));
+  return same(Buffer.from(password), Buffer.from(verifier));
+}
+
+function errorResponse(code: string, text: string): Uint8Array {
+  const fields = Buffer.from(`SFATAL\0VFATAL\0C${code}\0M${text}\0\0`);
+  return new Uint8Array(Buffer.concat([Buffer.from("E"), int32(fields.length + 4), fields]));
+}
+
+function int32(value: number): Buffer {
+  const buffer = Buffer.alloc(4);
+  buffer.writeInt32BE(value);
+  return buffer;
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+const quoteLiteral = (text: string) => `'${text.replaceAll("'", "''")}'`;

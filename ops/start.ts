@@ -1,14 +1,16 @@
 // `npm start`: Soma on this machine with no account and no network.
 //   1. Postgres: DATABASE_URL if set, else the embedded one (PGlite, data in .soma/pgdata)
-//   2. `npm run db:setup` against it (idempotent)
+//   2. `npm run db:setup` against it (idempotent), which also sets up the Worker's login role; the
+//      Worker's local Hyperdrive connects as that role, never as the owner
 //   3. `wrangler dev --local` on PORT (default 8787) with the offline model and local embeddings, unless
 //      the environment says otherwise; values in the process environment override .env
 // Ctrl-C stops wrangler (its whole process group: workerd and esbuild too) and the embedded Postgres.
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../agents/config";
-import { setupDatabase } from "./db-setup";
+import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";
 
@@ -44,7 +46,10 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   } else {
     log(`postgres  ${redact(databaseUrl)}`);
   }
-  await setupDatabase(databaseUrl, (line) => log(`db:setup  ${line}`));
+  // The Worker connects as its login role, as it does through Hyperdrive in production.
+  const worker = { role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE, password: settings.DATABASE_WORKER_PASSWORD || localWorkerPassword(stateDir) };
+  await setupDatabase(databaseUrl, (line) => log(`db:setup  ${line}`), { worker });
+  const hyperdriveUrl = workerDatabaseUrl(databaseUrl, worker);
 
   const url = `http://127.0.0.1:${port}`;
   const workerValues: Record<string, string> = { ...LOCAL_DEFAULTS, APP_BASE_URL: url };
@@ -64,7 +69,7 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
       stdio: ["ignore", "inherit", "inherit"],
       env: {
         ...process.env,
-        CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: databaseUrl,
+        CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: hyperdriveUrl,
         WRANGLER_SEND_METRICS: "false",
         SOMA_DATABASE_ADDRESS: databaseAddress(databaseUrl),
         NODE_OPTIONS: [process.env.NODE_OPTIONS, `--require ${root}ops/wrangler-guard.cjs`].filter(Boolean).join(" "),
@@ -124,6 +129,13 @@ async function stopGroup(child: ChildProcess, exited: Promise<number>): Promise<
   }, 5000);
   await exited;
   clearTimeout(timer);
+}
+
+/** A password for the local login role, made once per state directory (DATABASE_WORKER_PASSWORD overrides it). */
+function localWorkerPassword(stateDir: string): string {
+  const file = `${stateDir}/database-worker-password`;
+  if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString("base64url"), { mode: 0o600 });
+  return readFileSync(file, "utf8").trim();
 }
 
 function definedValues(environment: NodeJS.ProcessEnv): Record<string, string> {

@@ -31,3 +31,50 @@ grant select, insert, update, delete on auth.deleted_people, auth.group_chat_not
 
 grant select (id, timezone, telegram_chat_id, created_at) on public.users to soma_system;
 grant select (user_id, provider, account_email, watch_expires_at) on public.oauth_connections to soma_system;
+
+-- The login role the Worker connects as (Hyperdrive's connection string; npm start's too). db:setup
+-- passes its name and password verifier in soma.worker_role / soma.worker_password (never the
+-- password itself). It is NOINHERIT and a member of the three roles above only: on its own it can
+-- read and change nothing, so a statement that resets or switches the role (RESET ROLE, SET ROLE)
+-- lands on no privileges at all, and it cannot become the owner, bypass RLS or alter anything.
+do $$
+declare
+  login text := coalesce(nullif(current_setting('soma.worker_role', true), ''), 'soma_worker');
+  verifier text := nullif(current_setting('soma.worker_password', true), '');
+  account record;
+  other text;
+begin
+  if login = current_user or login = session_user or login in ('soma_app', 'soma_auth', 'soma_system') then
+    raise exception 'the Worker''s login role (%) must be a role of its own, not the setup role or an application role', login;
+  end if;
+  if not exists (select 1 from pg_roles where rolname = login) then
+    execute format('create role %I login noinherit nosuperuser nocreatedb nocreaterole nobypassrls noreplication', login);
+  end if;
+  select * into account from pg_roles where rolname = login;
+  -- Only attributes that are wrong are named: ALTER ROLE … NOSUPERUSER/NOBYPASSRLS needs a superuser
+  -- even when nothing changes, and managed databases give the setup role none.
+  if account.rolsuper then execute format('alter role %I nosuperuser', login); end if;
+  if account.rolbypassrls then execute format('alter role %I nobypassrls', login); end if;
+  if account.rolreplication then execute format('alter role %I noreplication', login); end if;
+  if account.rolinherit or account.rolcreatedb or account.rolcreaterole or not account.rolcanlogin then
+    execute format('alter role %I login noinherit nocreatedb nocreaterole', login);
+  end if;
+  if verifier is not null then
+    execute format('alter role %I password %L', login, verifier);
+  end if;
+  for other in
+    select g.rolname from pg_auth_members m join pg_roles g on g.oid = m.roleid join pg_roles r on r.oid = m.member
+    where r.rolname = login and g.rolname not in ('soma_app', 'soma_auth', 'soma_system')
+  loop
+    execute format('revoke %I from %I', other, login);
+  end loop;
+  execute format('grant soma_app, soma_auth, soma_system to %I', login);
+  if exists (select 1 from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = login)
+     or exists (select 1 from pg_namespace n join pg_roles r on r.oid = n.nspowner where r.rolname = login)
+     or exists (select 1 from pg_proc p join pg_roles r on r.oid = p.proowner where r.rolname = login) then
+    raise exception 'the Worker''s login role % owns objects in this database; reassign them (REASSIGN OWNED BY %) and run db:setup again', login, login;
+  end if;
+end $$;
+
+-- No role may create objects in public on a database created before PostgreSQL 15.
+revoke create on schema public from public;

@@ -1,9 +1,15 @@
-// Guards `npm run db:setup`: the spec's fixed order on an empty database, and idempotence — a second
-// run exits cleanly and leaves the catalog exactly as the first run did.
+// Guards `npm run db:setup`: the spec's fixed order on an empty database, idempotence (a second run
+// leaves the catalog exactly as the first did), the Worker's login role that holds no rights of its
+// own, and planner tuning that applies statement by statement — on the embedded Postgres and, where
+// installed, a real PostgreSQL without a superuser in the setup role.
+import { sql as sqlTag } from "drizzle-orm";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setupDatabase } from "../../ops/db-setup";
+import { Database } from "../../db/database";
+import { createPerson } from "../../db/repositories/auth";
+import { applySqlScript, DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
+import { realPostgresInstalled, startRealPostgres, type RealPostgres } from "./real-postgres";
 
 let database: EmbeddedPostgres;
 let sql: postgres.Sql;
@@ -62,3 +68,150 @@ describe("db:setup", () => {
     expect(await catalog()).toEqual(before);
   });
 });
+
+const WORKER = { role: DEFAULT_WORKER_ROLE, password: "worker-password-for-tests" };
+
+/** One server under test: the owner's URL, the Worker's, and how to make a person there. */
+interface Backend {
+  owner: postgres.Sql;
+  ownerRole: string;
+  workerUrl: string;
+  newPerson(): Promise<string>;
+  /** PGlite's one session is its superuser's: SET SESSION AUTHORIZATION is only refused on a real server. */
+  real: boolean;
+}
+
+/** The message of a statement expected to fail (drizzle wraps the driver's error as its cause). */
+async function refusal(promise: Promise<unknown>): Promise<string> {
+  const error = await promise.then(() => null, (e: unknown) => e);
+  if (!error) throw new Error("expected the statement to be refused");
+  const cause = (error as { cause?: unknown }).cause;
+  return cause instanceof Error ? cause.message : (error as Error).message;
+}
+
+function loginRoleCases(name: string, open: () => Promise<Backend>, close: () => Promise<void> | void, skip = false) {
+  describe.skipIf(skip)(name, () => {
+    let backend: Backend;
+    let worker: Database;
+    let alice = "";
+    let bob = "";
+    beforeAll(async () => {
+      backend = await open();
+      worker = new Database(backend.workerUrl, { max: 2 });
+      [alice, bob] = [await backend.newPerson(), await backend.newPerson()];
+      for (const [person, title] of [[alice, "Dune"], [bob, "Bob's diary"]] as const) {
+        await worker.withUser(person, (tx) => tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name) values (${person}, 'book', ${title}, ${title.toLowerCase()})`));
+      }
+    }, 120_000);
+    afterAll(async () => {
+      await worker?.close();
+      await close();
+    });
+
+    it("is a login role with no superuser, BYPASSRLS, CREATEROLE or CREATEDB, inheriting nothing, owning nothing", async () => {
+      const [role] = await backend.owner`select rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolinherit, rolreplication from pg_roles where rolname = ${WORKER.role}`;
+      expect(role).toEqual({ rolcanlogin: true, rolsuper: false, rolbypassrls: false, rolcreaterole: false, rolcreatedb: false, rolinherit: false, rolreplication: false });
+      const groups = await backend.owner`select g.rolname from pg_auth_members m join pg_roles g on g.oid = m.roleid join pg_roles r on r.oid = m.member where r.rolname = ${WORKER.role} order by 1`;
+      expect(groups.map((g) => g.rolname)).toEqual(["soma_app", "soma_auth", "soma_system"]);
+      const [owned] = await backend.owner`select (select count(*) from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = ${WORKER.role})
+        + (select count(*) from pg_proc p join pg_roles r on r.oid = p.proowner where r.rolname = ${WORKER.role})
+        + (select count(*) from pg_namespace n join pg_roles r on r.oid = n.nspowner where r.rolname = ${WORKER.role}) as n`;
+      expect(Number(owned?.n)).toBe(0);
+    });
+
+    it("reads only its person's rows, even when a statement resets or switches the role", async () => {
+      const own = (await worker.withUser(alice, (tx) => tx.execute(sqlTag`select user_id::text as owner from entities`))) as unknown as Array<{ owner: string }>;
+      expect(new Set(own.map((r) => r.owner))).toEqual(new Set([alice]));
+      expect(await refusal(worker.withUser(alice, async (tx) => {
+        await tx.execute(sqlTag`reset role`);
+        return tx.execute(sqlTag`select name from entities where user_id = ${bob}`);
+      }))).toMatch(/permission denied for table entities/);
+      for (const target of new Set([backend.ownerRole, "postgres"])) {
+        expect(await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`set role ${target}`))))).toMatch(/permission denied to set role/);
+        expect(await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`select set_config('role', '${target}', true)`))))).toMatch(/permission denied to set role/);
+      }
+      expect(await refusal(worker.withUser(alice, async (tx) => {
+        await tx.execute(sqlTag`set role soma_system`);
+        return tx.execute(sqlTag`select name from entities`);
+      }))).toMatch(/permission denied for table entities/);
+    });
+
+    it("on a connection of its own it sees nothing, cannot bypass RLS and cannot alter tables or policies", async () => {
+      const login = postgres(backend.workerUrl, { max: 1, onnotice: () => {} });
+      try {
+        expect(await login`select current_user, session_user`).toEqual([{ current_user: WORKER.role, session_user: WORKER.role }]);
+        expect(await refusal(login`select name from entities`)).toMatch(/permission denied/);
+        expect(await refusal(login`alter role ${login(WORKER.role)} bypassrls`)).toMatch(/permission denied|must be superuser/);
+        expect(await refusal(login`create table public.escape (x int)`)).toMatch(/permission denied for schema public/);
+        const asApp = async (statement: string) => login.begin(async (tx) => {
+          await tx`set local role soma_app`;
+          return tx.unsafe(statement);
+        });
+        expect(await asApp("select name from entities")).toEqual([]); // no person set: RLS shows nothing
+        expect(await refusal(asApp("set local row_security = off; select name from entities"))).toMatch(/row-level security/);
+        expect(await refusal(asApp("alter table entities disable row level security"))).toMatch(/must be owner/);
+        expect(await refusal(asApp("alter table entities no force row level security"))).toMatch(/must be owner/);
+        expect(await refusal(asApp("drop policy entities_select on entities"))).toMatch(/must be owner/);
+        expect(await refusal(asApp("create policy everything on entities using (true)"))).toMatch(/must be owner/);
+        if (backend.real) expect(await refusal(login`set session authorization postgres`)).toMatch(/permission denied/);
+      } finally {
+        await login.end({ timeout: 1 });
+      }
+      const wrong = postgres(workerDatabaseUrl(backend.workerUrl, { ...WORKER, password: "not-the-password" }), { max: 1, onnotice: () => {} });
+      expect(await refusal(wrong`select 1`)).toMatch(/password authentication failed/);
+      await wrong.end({ timeout: 1 });
+    });
+  });
+}
+
+describe("finding 6: the Worker connects as a login role that holds nothing of its own", () => {
+  loginRoleCases("embedded Postgres (PGlite)", async () => {
+    await setupDatabase(database.url, () => {}, { worker: WORKER });
+    const app = new Database(database.url, { max: 1 });
+    return {
+      owner: sql,
+      ownerRole: "postgres",
+      workerUrl: workerDatabaseUrl(database.url, WORKER),
+      newPerson: async () => (await createPerson(app, { displayName: `person-${crypto.randomUUID().slice(0, 8)}` })).id,
+      real: false,
+    };
+  }, () => {});
+
+  // A managed-database setup: the setup role owns the database and may create roles, but is no superuser.
+  let server: RealPostgres | undefined;
+  let owner: postgres.Sql | undefined;
+  loginRoleCases("PostgreSQL 15, setup role without superuser", async () => {
+    server = await startRealPostgres();
+    const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+    await admin`create role soma_owner login createrole password 'owner-password'`;
+    await admin`alter database postgres owner to soma_owner`;
+    await admin.end();
+    owner = postgres(server.as("soma_owner", "owner-password"), { max: 1, onnotice: () => {} });
+    await owner.unsafe(STAND_IN_SCHEMA).simple();
+    for (const script of ["0100_roles.sql", "0200_rls.sql"]) await applySqlScript(owner, script, { worker: WORKER });
+    await applySqlScript(owner, "0100_roles.sql", { worker: WORKER }); // a second run changes nothing and does not fail
+    return { owner, ownerRole: "soma_owner", workerUrl: server.as(WORKER.role, WORKER.password), newPerson: async () => crypto.randomUUID(), real: true };
+  }, async () => {
+    await owner?.end({ timeout: 1 });
+    server?.stop();
+  }, !realPostgresInstalled);
+});
+
+/**
+ * The tables 0100_roles.sql and 0200_rls.sql name, with the columns they use: the migrations need
+ * pgvector, which this server lacks. A table newly granted there needs a line here.
+ */
+const STAND_IN_SCHEMA = `
+  create schema auth;
+  create table auth.users (id uuid primary key);
+  create table auth.sessions (id text primary key);
+  create table auth.login_tokens (id text primary key);
+  create table auth.deleted_people (id text primary key);
+  create table auth.group_chat_notices (id text primary key);
+  create table public.users (id uuid primary key, display_name text, timezone text, telegram_chat_id bigint, created_at timestamptz);
+  create table public.oauth_connections (id uuid primary key default gen_random_uuid(), user_id uuid, provider text, account_email text, watch_expires_at timestamptz);
+  create table public.sources (id uuid primary key default gen_random_uuid(), user_id uuid);
+  create table public.entities (id uuid primary key default gen_random_uuid(), user_id uuid, type text, name text, normalized_name text, source_id uuid);
+  create table public.edges (id uuid primary key default gen_random_uuid(), user_id uuid, from_id uuid, to_id uuid, source_id uuid);
+  create table public.events (id uuid primary key default gen_random_uuid(), user_id uuid, source_id uuid);
+  create table public.facts (id uuid primary key default gen_random_uuid(), user_id uuid, source_id uuid);`;

@@ -4,7 +4,7 @@
 import { createRequire } from "node:module";
 import { createServer, type Socket } from "node:net";
 import type { TestProject } from "vitest/node";
-import { setupDatabase } from "../../ops/db-setup";
+import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { startStandIns } from "./stand-ins";
 
@@ -18,7 +18,10 @@ export default async function setup(project: TestProject) {
   // workerd resets mid-query (an abandoned statement) crashes the whole test run with ECONNRESET.
   const { hostname, port } = new URL(postgres.url);
   guardLocalProxies(`${hostname}:${port}`, () => {});
-  await setupDatabase(postgres.url);
+  // The Worker connects as its login role, as in production; the owner URL is for setup and for
+  // tests that check what really is in the tables.
+  const worker = { role: DEFAULT_WORKER_ROLE, password: "soma-worker-test-password" };
+  await setupDatabase(postgres.url, () => {}, { worker });
 
   const sockets = new Set<Socket>();
   const hanging = createServer((socket) => {
@@ -32,6 +35,7 @@ export default async function setup(project: TestProject) {
   const standIns = await startStandIns();
   project.provide("standInUrl", standIns.url);
   project.provide("databaseUrl", postgres.url);
+  project.provide("workerDatabaseUrl", workerDatabaseUrl(postgres.url, worker));
   project.provide("hangingDatabaseUrl", `postgres://postgres:postgres@127.0.0.1:${hangingPort}/postgres`);
 
   return async () => {

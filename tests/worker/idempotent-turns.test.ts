@@ -4,9 +4,8 @@
 // reminder (same event id, so the same Inngest event `reminder-<id>`), one edge, one entity, one source.
 // A new message may ask for the same reminder again, and another person never meets these keys.
 import { generateText, isStepCount } from "ai";
-import { env } from "cloudflare:workers";
 import postgres from "postgres";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { canonicalJson, idempotencyKey } from "../../agents/idempotency";
 import { localEmbedder } from "../../agents/model/embeddings";
 import { memoryTools } from "../../agents/tools";
@@ -16,7 +15,7 @@ import { newPerson, testDatabase } from "./helpers";
 import { scriptedModel, type Step } from "./scripted-model";
 
 // The owner's view, for counting what really is in the tables (test code only; the app never does this).
-const owner = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+const owner = postgres(inject("databaseUrl"), { max: 2, fetch_types: false, onnotice: () => {} });
 
 async function counts(person: Person): Promise<{ events: number; edges: number; entities: number; sources: number }> {
   const [row] = await owner`

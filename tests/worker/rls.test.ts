@@ -1,16 +1,15 @@
 // Guards row-level security for real: through the application's only database helper, one person can
 // never select, insert, update or delete another person's rows, in any of the seven tables.
-import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { Tx } from "../../db/database";
 import type { Person } from "../../db/repositories/auth";
 import { USER_TABLES, type UserTable } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
 
 // The owner's view, for checking what really is in the tables (test code only; the app never does this).
-const owner = postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+const owner = postgres(inject("databaseUrl"), { max: 2, fetch_types: false, onnotice: () => {} });
 
 interface Seeded {
   person: Person;
@@ -174,6 +173,38 @@ describe("row-level security through Database.withUser", () => {
     expect(await refusal(testDatabase().withSystem((tx) => tx.execute(sql`select * from entities`)))).toMatch(/permission denied/);
     const people = (await testDatabase().withSystem((tx) => tx.execute(sql`select id from users where id in (${alice.person.id}, ${bob.person.id})`))) as unknown as unknown[];
     expect(people).toHaveLength(2);
+  });
+});
+
+describe("finding 6: the Worker's own connection (HYPERDRIVE) is a login role without rights of its own", () => {
+  let alice: Seeded;
+  let bob: Seeded;
+  beforeAll(async () => {
+    alice = await seed(await newPerson("alice"));
+    bob = await seed(await newPerson("bob"));
+  });
+
+  it("connects as soma_worker, not as the owner", async () => {
+    const rows = await testDatabase().withSystem((tx) => tx.execute(sql`select session_user::text as login, current_user::text as role`));
+    expect(rows).toEqual([{ login: "soma_worker", role: "soma_system" }]);
+  });
+
+  it("a statement that resets the role sees nothing at all", async () => {
+    const error = await refusal(testDatabase().withUser(alice.person.id, async (tx) => {
+      await tx.execute(sql`reset role`);
+      return tx.execute(sql`select name from entities where id = ${bob.entities[0]}`);
+    }));
+    expect(error).toMatch(/permission denied for table entities/);
+  });
+
+  it("a statement cannot switch to the owner or to the superuser", async () => {
+    const [ownerRole] = await owner`select tableowner from pg_tables where schemaname = 'public' and tablename = 'entities'`;
+    for (const target of new Set([ownerRole?.tableowner as string, "postgres"])) {
+      const error = await refusal(testDatabase().withUser(alice.person.id, (tx) => tx.execute(sql.raw(`set role "${target}"`))));
+      expect(error).toMatch(/permission denied to set role/);
+    }
+    const visible = await testDatabase().withUser(alice.person.id, (tx) => tx.execute(sql`select id from entities where user_id = ${bob.person.id}`));
+    expect(visible).toHaveLength(0);
   });
 });
 

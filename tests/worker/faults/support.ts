@@ -4,7 +4,7 @@
 import { createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import postgres from "postgres";
-import { expect } from "vitest";
+import { expect, inject } from "vitest";
 
 import worker from "../../../worker/index";
 import { base64, connectMailbox, envelope, newPerson, pushToken, testDatabase } from "../helpers";
@@ -186,7 +186,8 @@ export async function expectErrorShape(response: Response, label: string): Promi
 
 let ownerSql: postgres.Sql | undefined;
 export function owner(): postgres.Sql {
-  ownerSql ??= postgres(env.HYPERDRIVE.connectionString, { max: 2, fetch_types: false, onnotice: () => {} });
+  // HYPERDRIVE connects as the Worker's login role, which sees nothing on its own: the owner's URL.
+  ownerSql ??= postgres(inject("databaseUrl"), { max: 2, fetch_types: false, onnotice: () => {} });
   return ownerSql;
 }
 

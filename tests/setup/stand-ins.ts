@@ -67,7 +67,7 @@ export async function startStandIns(): Promise<StandIns> {
   const server: Server = createServer(async (req, res) => {
     try {
       const url = new URL(req.url ?? "/", "http://stand-in");
-      const body = req.method === "POST" ? await readBody(req) : "";
+      const body = req.method === "POST" || req.method === "DELETE" ? await readBody(req) : "";
       if (url.pathname === "/__hang" || url.pathname === "/__release") {
         const { target, match = "" } = JSON.parse(body) as { target: string; match?: string };
         const key = JSON.stringify([target, match]);

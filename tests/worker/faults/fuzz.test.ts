@@ -193,6 +193,8 @@ describe("POST /api/messenger/webhook", () => {
       ["a message from a bot", update(++refusedSender, {}, { is_bot: true })],
       ["a message without a sender", { update_id: ++updateId, message: { ...update(++refusedSender).message, from: undefined } }],
       ["only an update id", { update_id: ++updateId }],
+      // Anything but chat.type "private" is not a private chat (finding 1): acknowledged, nobody created.
+      ["chat.type of the wrong type", update(++refusedSender, { chat: { id: refusedSender, type: [] } })],
     ];
     for (const [label, body] of ignored) refused.push({ label, path: "/api/messenger/webhook", init: { method: "POST", headers: { ...JSON_TYPE, ...secret }, body: JSON.stringify(body) } });
     await run("POST /api/messenger/webhook (refused)", refused, { database: false });
@@ -208,7 +210,6 @@ describe("POST /api/messenger/webhook", () => {
       ["a caption and no text", update(++acceptedSender, { text: undefined, caption: "🦄\u0000" })],
       ["a photo with no text", update(++acceptedSender, { text: undefined, photo: [{ file_id: "x", file_unique_id: "y", width: 1, height: 1 }] })],
       ["date of the wrong type", update(++acceptedSender, { date: "\u0000" })],
-      ["chat.type of the wrong type", update(++acceptedSender, { chat: { id: acceptedSender, type: [] } })],
       ["a lone surrogate command", update(++acceptedSender, { text: "/forget \ud800" })],
       ["a NUL in /forget (regression: wedged the inbox)", update(++acceptedSender, { text: "/forget a\u0000b" })],
       ["a NUL in /memories", update(++acceptedSender, { text: "/memories bo\u0000ok" })],

@@ -36,5 +36,4 @@ export const TelegramInput = z.object({
 });
 export type TelegramInput = z.input<typeof TelegramInput>;
 
-export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
 export const TEXT_ONLY = "I can only read text messages for now.";

@@ -6,16 +6,8 @@
 // Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
 // acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
-import {
-  convertToModelMessages,
-  createUIMessageStream,
-  createUIMessageStreamResponse,
-  isStepCount,
-  streamText,
-  type LanguageModel,
-  type UIMessage,
-  type UIMessageChunk,
-} from "ai";
+import type { Connection, WSMessage } from "agents";
+import { createUIMessageStreamResponse, type LanguageModel, type UIMessage } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
 import type { SourceRef } from "../db/repositories/memory";
@@ -24,43 +16,27 @@ import { loadConfig } from "./config";
 import { describeError, logJson } from "./log";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
-import { systemPrompt } from "./system-prompt";
-import { replyAfter, replyIds, textOf, userMessage, type MessageSource } from "./transcript";
+import { replyAfter, replyIds, userMessage } from "./transcript";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "./faults";
 import { Inbox, STUCK_AFTER_MS, type InboxItem } from "./inbox";
-import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, RATE_NOTICE, TelegramInput, TEXT_ONLY } from "./inbox-policy";
+import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, TelegramInput, TEXT_ONLY } from "./inbox-policy";
+import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_LIMITS, RATE_NOTICE, screenFrame, TOO_LONG, type Channel } from "./door";
 import { answerCommand, WELCOME } from "./telegram-commands";
 import { TelegramSender } from "./telegram-sender";
-import { createTracer, type Surface, type Tracer } from "./telemetry/tracer";
-import { createTelemetry } from "./telemetry/sinks";
-import { memoryTools, type MemoryActivity } from "./tools";
-import { emitEvents } from "./workflows/client";
-import { reminderCreated, turnCompleted } from "./workflows/events";
+import { createTracer, type Tracer } from "./telemetry/tracer";
+import { turnStream, TURN_BUDGET_MS } from "./turn";
 
-/** Whole-turn budget: model steps and tools together. */
-export const TURN_BUDGET_MS = 20_000;
-/** Tool-loop steps per turn. */
-const MAX_STEPS = 5;
-/** Messages the model sees; older ones stay stored but out of the prompt. */
-const MODEL_WINDOW = 40;
 /** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
 const NAME_KEY = "__ps_name";
 
 const SSE = new TextEncoder();
 
-/** Errors of a tool call the model got wrong: reported to the model, never a failed turn. */
-const MODEL_MISTAKES = new Set(["AI_InvalidToolInputError", "AI_NoSuchToolError", "AI_ToolCallRepairError"]);
+export { APOLOGY, MAX_MESSAGE_CHARS, MAX_TELEGRAM_TEXT_CHARS, RATE_LIMITS, RATE_NOTICE, TelegramInput, TEXT_ONLY, TURN_BUDGET_MS, type Channel };
 
-export { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, RATE_NOTICE, TelegramInput, TEXT_ONLY };
-
-/** Per-minute limits per person (Telegram's is configurable: TELEGRAM_MESSAGES_PER_MINUTE). */
-export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
-export type Channel = keyof typeof RATE_LIMITS;
-
-/** Longest message a person may send through any door. */
-export const MAX_MESSAGE_CHARS = 8000;
-
+/** Storage key of an erased agent (account deleted): the only thing it keeps, so no door revives it. */
+const ERASED_KEY = "soma_erased_at";
+const ERASE_RESET_DELAY_MS = 1000;
 
 export class UserAgent extends AIChatAgent<Env> {
   // The instance name is the person's own id, sent only to their own authenticated socket.
@@ -82,6 +58,13 @@ export class UserAgent extends AIChatAgent<Env> {
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
   #tracer: Tracer | undefined;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // Every frame a client sends over the web socket is screened before the chat protocol sees it.
+    const protocol = this.onMessage.bind(this);
+    this.onMessage = (connection, frame) => this.#onFrame(connection, frame, protocol);
+  }
 
   override async onStart(): Promise<void> {
     // An alarm can wake this object without its name: wrangler dev's workerd keeps an alarm by object
@@ -120,8 +103,10 @@ export class UserAgent extends AIChatAgent<Env> {
    * Stores a Telegram message and returns at once; the reply is sent by the inbox drain.
    * `duplicate` when this update was seen before, `rate_limited` when the person is over the limit.
    */
-  async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" }> {
-    const message = TelegramInput.parse(input);
+  async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" | "erased" }> {
+    if (await this.#erased()) return { status: "erased" };
+    const parsed = TelegramInput.parse(input);
+    const message = { ...parsed, text: cleanText(parsed.text) };
     const inbox = this.#getInbox();
     const id = `telegram:${message.updateId}`;
     const sourceRef = JSON.stringify({ kind: "telegram", externalId: `${message.chatId}:${message.messageId}` } satisfies SourceRef);
@@ -129,7 +114,7 @@ export class UserAgent extends AIChatAgent<Env> {
     // one notice a minute at most; the model never sees it.
     const kind = inbox.store(
       { id, sortKey: message.updateId, firstContact: message.firstContact, chatId: message.chatId, text: message.text, sourceRef },
-      () => (this.allow("telegram") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped"),
+      () => (this.allow("telegram", "chat") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped"),
     );
     if (kind === null) return { status: "duplicate" };
     if (kind === "dropped") return { status: "rate_limited" };
@@ -141,8 +126,9 @@ export class UserAgent extends AIChatAgent<Env> {
    * One chat turn for an API client, in the same conversation and turn queue as every other door,
    * streamed as the AI SDK UI message stream (server-sent events) while it runs.
    */
-  async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" }> {
-    const message = z.string().trim().min(1).max(MAX_MESSAGE_CHARS).parse(text);
+  async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" } | { status: "erased" }> {
+    const message = cleanText(z.string().trim().min(1).max(MAX_MESSAGE_CHARS).parse(text));
+    if (await this.#erased()) return { status: "erased" };
     if (!this.allow("chat")) return { status: "rate_limited" };
     const messageId = `web:${crypto.randomUUID()}`;
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
@@ -177,15 +163,57 @@ export class UserAgent extends AIChatAgent<Env> {
     return this.#getInbox().status();
   }
 
-  /** Counts one input on `channel` and says whether it is within the per-minute limit. */
-  allow(channel: Channel): boolean {
+  /** Counts one input against each of `channels` and says whether it is within all their per-minute
+   * limits (a refused input counts against none). */
+  allow(...channels: Channel[]): boolean {
     const now = Date.now();
     this.sql`delete from soma_rate where at < ${now - 60_000}`;
-    const used = this.sql<{ n: number }>`select count(*) as n from soma_rate where channel = ${channel}`[0]?.n ?? 0;
-    const limit = channel === "telegram" ? loadConfig(this.env).TELEGRAM_MESSAGES_PER_MINUTE : RATE_LIMITS[channel];
-    if (used >= limit) return false;
-    this.sql`insert into soma_rate (channel, at) values (${channel}, ${now})`;
+    for (const channel of channels) {
+      const used = this.sql<{ n: number }>`select count(*) as n from soma_rate where channel = ${channel}`[0]?.n ?? 0;
+      const limit = channel === "telegram" ? loadConfig(this.env).TELEGRAM_MESSAGES_PER_MINUTE : RATE_LIMITS[channel];
+      if (used >= limit) return false;
+    }
+    for (const channel of channels) this.sql`insert into soma_rate (channel, at) values (${channel}, ${now})`;
     return true;
+  }
+
+  /**
+   * Account deletion: the conversation, inbox, schedules and every other stored byte go, and the
+   * object resets. One marker stays, so that no door brings the person's agent back with a message's
+   * text (a webhook redelivery, a sender another isolate still has cached): it refuses every input.
+   */
+  async eraseAll(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    await this.ctx.storage.put(ERASED_KEY, Date.now());
+    await this.ctx.storage.sync();
+    this.messages = [];
+    for (const connection of this.getConnections()) connection.close(4410, "account deleted");
+    // A turn still running finds its tables gone and writes nothing. The object then resets (after
+    // this call has been answered: a reset while its response waits would fail the caller).
+    setTimeout(() => this.ctx.abort("the account was deleted"), ERASE_RESET_DELAY_MS);
+  }
+
+  async #erased(): Promise<boolean> {
+    return (await this.ctx.storage.get(ERASED_KEY)) !== undefined;
+  }
+
+  /** One frame from a web socket client: only a chat request's newest message, within the limits. */
+  async #onFrame(connection: Connection, frame: WSMessage, protocol: (connection: Connection, frame: WSMessage) => void | Promise<void>): Promise<void> {
+    const verdict = screenFrame(frame as string | ArrayBuffer, (id) => this.messages.some((m) => m.id === id));
+    if (verdict.kind === "pass") return protocol(connection, frame);
+    if (verdict.kind === "ignore") {
+      logJson("warn", { agent: this.userId, socket: "frame ignored", reason: verdict.reason });
+      return;
+    }
+    if (verdict.kind === "done") return connection.send(endOfRequest(verdict.requestId));
+    if (verdict.kind === "refuse") return connection.send(endOfRequest(verdict.requestId, verdict.notice));
+    if (await this.#erased()) return connection.close(4410, "account deleted");
+    if (!this.allow("chat")) return connection.send(endOfRequest(verdict.requestId, RATE_NOTICE));
+    const { requestId, messageId, text } = verdict;
+    // The conversation as the agent has it, plus the new message: nothing else of the client's frame.
+    const messages = [...this.messages, userMessage(messageId, text, { kind: "web", externalId: messageId })];
+    return protocol(connection, chatRequest(requestId, messages));
   }
 
   /** Clears the conversation (memory in Postgres stays). */
@@ -199,123 +227,23 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   override async onChatMessage(_onFinish: unknown, options?: OnChatMessageOptions): Promise<Response> {
-    return createUIMessageStreamResponse({ stream: this.#turnStream(options?.abortSignal) });
-  }
-
-  /** One turn over the conversation: the model with the memory tools, bounded in steps and time. */
-  #turnStream(abortSignal: AbortSignal | undefined) {
     const config = loadConfig(this.env);
-    const last = [...this.messages].reverse().find((m) => m.role === "user");
-    const source: SourceRef = (last?.metadata as MessageSource | undefined)?.source ?? {
-      kind: "web",
-      externalId: last?.id ?? crypto.randomUUID(),
-      payload: { text: last ? textOf(last) : "" },
-    };
-    // A tool that finds a dependency down ends the turn at once: it is retried whole later.
-    const outage = new AbortController();
-    const signal = AbortSignal.any([AbortSignal.timeout(this.turnBudgetMs), outage.signal, ...(abortSignal ? [abortSignal] : [])]);
-    // A Telegram turn that fails is the inbox's to retry or give up on; a web turn apologises at once.
-    const inboxTurn = last?.id.startsWith("telegram:") ?? false;
-    const window = this.messages.slice(-MODEL_WINDOW);
-
-    const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
-    const tracer = (this.#tracer ??= createTracer(config));
-    const started = Date.now();
-    const telemetry = createTelemetry(config);
-    // Telegram messages are counted at the webhook (commands included); web ones arrive here.
-    if (surface === "web") telemetry.capture({ event: "message_received", userId: this.userId, properties: { surface } });
-    let toolCalls = 0;
-    const onActivity = (activity: MemoryActivity) => {
-      if (activity.kind === "captured") telemetry.capture({ event: "memory_captured", userId: this.userId, properties: { type: activity.type, created: activity.created } });
-      if (activity.kind === "recalled") telemetry.capture({ event: "memory_recalled", userId: this.userId, properties: { results: activity.results, typed: activity.typed } });
-    };
-    const trace = tracer.startTurn({ userId: this.userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
-
-    const listener = this.#listeners.get(source.externalId);
-
-    return createUIMessageStream({
-      execute: async ({ writer }) => {
-        // Every chunk goes to the chat protocol (and so to storage and WebSocket clients) and, for a
-        // turn started by chat(), to its HTTP client as server-sent events.
-        const emit = (chunk: UIMessageChunk) => {
-          writer.write(chunk);
-          void listener?.write(SSE.encode(`data: ${JSON.stringify(chunk)}\n\n`)).catch(() => {});
-        };
-        let failure: unknown;
-        let output = "";
-        try {
-          const result = streamText({
-            model: this.modelOverride ?? createChatModel(config, this.env),
-            system: systemPrompt({ name: "", now: new Date(), timezone: "UTC" }),
-            messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
-            tools: memoryTools({
-              db: this.#db(),
-              userId: this.userId,
-              embedder: createEmbedder(config, this.env),
-              source,
-              onActivity,
-              scheduleReminder: ({ eventId, at }) =>
-                emitEvents(config, reminderCreated.create({ userId: this.userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: this.userId }),
-            }),
-            stopWhen: isStepCount(MAX_STEPS),
-            abortSignal: signal,
-            maxRetries: 1,
-            onStepFinish: (step) => {
-              toolCalls += step.toolResults.length;
-              for (const call of step.toolResults) trace.tool(call.toolName, call.input, call.output);
-              for (const part of step.content) {
-                if (part.type === "tool-error" && classifyFailure(part.error) === "transient") {
-                  failure ??= part.error;
-                  outage.abort(part.error);
-                }
-              }
-            },
-          });
-          const onError = (error: unknown) => {
-            // A malformed tool call is the model's mistake, answered to the model as a tool error; it
-            // does not fail the turn.
-            if (!MODEL_MISTAKES.has((error as Error | undefined)?.name ?? "")) failure ??= error;
-            return describeError(error);
-          };
-          for await (const chunk of result.toUIMessageStream({ onError })) {
-            if (chunk.type === "error") {
-              logJson("error", { agent: this.userId, turn: "model", error: chunk.errorText });
-              continue;
-            }
-            if (chunk.type === "text-delta") output += chunk.delta;
-            if (chunk.type !== "finish") emit(chunk);
-          }
-        } catch (error) {
-          failure ??= error;
-          logJson("error", { agent: this.userId, turn: "model", error: describeError(error) });
-        }
-        if (signal.aborted) failure ??= signal.reason ?? new DOMException("the turn ran out of time", "TimeoutError");
-        const failed = failure !== undefined;
-        if (failed && inboxTurn && last) {
-          this.#turnFailures.set(last.id, failure);
-        } else if (failed) {
-          const id = `apology-${crypto.randomUUID()}`;
-          emit({ type: "text-start", id });
-          emit({ type: "text-delta", id, delta: APOLOGY });
-          emit({ type: "text-end", id });
-          output = APOLOGY;
-        }
-        emit({ type: "finish" });
-        trace.end({ output, failed });
-        telemetry.log({ kind: "turn", userId: this.userId, surface, durationMs: Date.now() - started, failed, tools: toolCalls });
-        this.ctx.waitUntil(telemetry.flush());
-        // Background work on what the person said (fact-extract); never holds up or fails the turn.
-        const input = last ? textOf(last) : "";
-        if (input && !(failed && inboxTurn)) {
-          const event = turnCompleted.create(
-            { userId: this.userId, surface, source: { kind: source.kind, externalId: source.externalId }, text: input },
-            { id: `turn-${this.userId}-${source.externalId}` },
-          );
-          this.ctx.waitUntil(emitEvents(config, event, { agent: this.userId }));
-        }
-        this.ctx.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
-      },
+    const stream = turnStream({
+      userId: this.userId,
+      config,
+      messages: this.messages,
+      model: this.modelOverride ?? createChatModel(config, this.env),
+      embedder: createEmbedder(config, this.env),
+      db: this.#db(),
+      tracer: (this.#tracer ??= createTracer(config)),
+      budgetMs: this.turnBudgetMs,
+      abortSignal: options?.abortSignal,
+      listener: (externalId) => this.#listeners.get(externalId),
+      // A Telegram turn that fails is the inbox's to retry or give up on.
+      failed: (messageId, failure) => this.#turnFailures.set(messageId, failure),
+      waitUntil: (work) => this.ctx.waitUntil(work),
     });
+    return createUIMessageStreamResponse({ stream });
   }
 
   #getInbox(): Inbox {
@@ -340,6 +268,7 @@ export class UserAgent extends AIChatAgent<Env> {
     if (item.kind === "notice") return RATE_NOTICE;
     if (item.kind === "welcome") return WELCOME;
     if (!item.text.trim()) return TEXT_ONLY;
+    if (item.text.length > MAX_MESSAGE_CHARS) return TOO_LONG;
     const command = await answerCommand(item.text, {
       db: this.#db(),
       userId: this.userId,

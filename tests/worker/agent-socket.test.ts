@@ -2,34 +2,8 @@
 // AIChatAgent chat protocol), streams the turn, and refuses without a session.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { openSocket, said } from "./chat-socket";
 import { call, newPerson, readChatStream, sessionCookie, testDatabase } from "./helpers";
-
-interface Frame {
-  type: string;
-  id?: string;
-  body?: string;
-  done?: boolean;
-}
-
-async function openSocket(cookie: string) {
-  const response = await call("/api/agent", { headers: { upgrade: "websocket", cookie } });
-  expect(response.status).toBe(101);
-  const socket = response.webSocket!;
-  socket.accept();
-  const frames: Frame[] = [];
-  socket.addEventListener("message", (event) => frames.push(JSON.parse(String(event.data)) as Frame));
-  return { socket, frames };
-}
-
-async function until<T>(check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error("timed out waiting for the agent");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe("GET /api/agent", () => {
   it("refuses without a session (401 JSON), before reaching any agent", async () => {
@@ -40,25 +14,15 @@ describe("GET /api/agent", () => {
 
   it("streams a chat turn from the person's own agent and captures the memory", async () => {
     const person = await newPerson();
-    const { socket, frames } = await openSocket(await sessionCookie(person));
-    const requestId = crypto.randomUUID();
-    socket.send(
-      JSON.stringify({
-        type: "cf_agent_use_chat_request",
-        id: requestId,
-        init: {
-          method: "POST",
-          body: JSON.stringify({ messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "I just finished reading Dune" }] }] }),
-        },
-      }),
-    );
-    await until(() => frames.find((f) => f.type === "cf_agent_use_chat_response" && f.id === requestId && f.done));
-    const chunks = frames
+    const client = await openSocket(await sessionCookie(person));
+    const requestId = client.send([said("I just finished reading Dune", "m1")]);
+    await client.end(requestId);
+    const chunks = client.frames
       .filter((f) => f.type === "cf_agent_use_chat_response" && f.id === requestId && f.body)
-      .map((f) => JSON.parse(f.body!) as { type: string; delta?: string; toolName?: string });
+      .map((f) => JSON.parse(f.body!) as { type: string; toolName?: string });
     expect(chunks.some((c) => c.type === "tool-input-available" && c.toolName === "memory_capture")).toBe(true);
-    expect(chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join("")).toBe("Noted: Dune (book). I'll remember it.");
-    socket.close();
+    expect(client.text(requestId)).toBe("Noted: Dune (book). I'll remember it.");
+    client.socket.close();
 
     const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select type, name from entities`))) as unknown as unknown[];
     expect(rows).toEqual([{ type: "book", name: "Dune" }]);

@@ -4,7 +4,9 @@
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { runInDurableObject } from "cloudflare:test";
+import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
+import { OfflineModel } from "../../../agents/model/offline-model";
 import { MAX_STORE_ATTEMPTS } from "../../../agents/dead-letters";
 import { APOLOGY } from "../../../agents/inbox-policy";
 import type { UserAgent } from "../../../agents/user-agent";
@@ -83,20 +85,31 @@ describe("a poison message in the inbox", () => {
   it("is set aside after a few attempts with the apology; the messages behind it are answered; operators see it", async () => {
     const chatId = newChatId();
     const person = await createPerson(testDatabase(), { displayName: "Poison", telegramUserId: chatId, telegramChatId: chatId });
-    // A NUL in a command's argument fails its query every time (a permanent failure, not an outage).
-    const poison = textUpdate(chatId, "/memories bo\u0000ok");
+    // A model provider that refuses one input every time (a 400: a permanent failure, not an outage).
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      const offline = new OfflineModel();
+      instance.modelOverride = Object.assign(Object.create(offline) as OfflineModel, {
+        doStream: (options: Parameters<OfflineModel["doStream"]>[0]) => {
+          if (JSON.stringify(options.prompt.findLast((m) => m.role === "user")).includes("POISON")) {
+            throw new APICallError({ message: "the provider refuses this input", url: "https://model.test", requestBodyValues: {}, statusCode: 400, isRetryable: false });
+          }
+          return offline.doStream(options);
+        },
+      });
+    });
+    const poison = textUpdate(chatId, "Summarise this for me: POISON");
     for (const update of [poison, textUpdate(chatId, "I read Nightwood")]) expect((await postUpdate(update)).status).toBe(200);
     const replies = await waitForReplies(chatId, 2, 15_000);
     expect(replies).toEqual([APOLOGY, "Noted: Nightwood (book). I'll remember it."]);
     const letter = (await deadLetters()).find((l) => l.key === `${person.id}:telegram:${poison.update_id}`);
     expect(letter).toMatchObject({ origin: "inbox", personId: person.id, updateId: poison.update_id, attempts: 3 });
-    expect(letter!.error).toMatch(/Failed query/);
+    expect(letter!.error).toMatch(/refuses this input/);
     // Kept in the conversation, with the apology after it, where the person can see it.
-    const agent = await getAgentByName(env.UserAgent, person.id);
     const transcript = await runInDurableObject(agent, (instance: UserAgent) =>
       instance.messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.type === "text" ? p.text : "")).join("")}`),
     );
-    expect(transcript.slice(0, 2)).toEqual(["user: /memories bo\u0000ok", `assistant: ${APOLOGY}`]);
+    expect(transcript.slice(0, 2)).toEqual(["user: Summarise this for me: POISON", `assistant: ${APOLOGY}`]);
     const states = await runInDurableObject(agent, (instance: UserAgent) => [...instance.sql<{ state: string }>`select state from soma_inbox order by sort_key`].map((r) => r.state));
     expect(states).toEqual(["dead", "done"]);
     expect(await footprint(person.id)).toMatchObject({ entities: 1 });

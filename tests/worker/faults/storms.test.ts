@@ -190,18 +190,16 @@ describe("concurrent messages from one person", () => {
     account("twenty in random order (10 answered, 1 notice, 9 dropped)", answered, replies, (name) => (name === "(notice)" ? RATE_NOTICE : noted(name)));
   });
 
-  it("a command that fails never holds back the messages behind it", async () => {
+  it("commands with NUL in them are answered in order, cleaned, and hold back nothing", async () => {
     // Regression: a NUL in /memories failed its query, the item stayed at the head of the inbox and
-    // every later message of the person was never answered.
+    // every later message of the person was never answered. Every door now drops NUL (agents/door.ts);
+    // a message that still fails every time is set aside (poison.test.ts).
     const { chatId } = await knownPerson();
     for (const text of ["/memories bo\u0000ok", "I read After", "/forget a\u0000b"]) {
       expect((await postUpdate(textUpdate(chatId, text))).status).toBe(200);
     }
     const replies = await settledReplies(chatId, 3);
-    expect(replies).toHaveLength(3);
-    expect(replies[0]).toBe(APOLOGY); // set aside as a dead letter after three attempts (poison.test.ts)
-    expect(replies[1]).toBe(noted("After"));
-    expect(replies[2]).toBe('I couldn\'t find anything called "a\u0000b".');
+    expect(replies).toEqual(["I don't remember any books yet.", noted("After"), 'I couldn\'t find anything called "ab".']);
   });
 });
 

@@ -1,0 +1,95 @@
+// What reaches the agent from a door, and what a client of the chat protocol may send over the web
+// socket. Every door (Telegram, the WebSocket chat, POST /api/chat) shares one per-person budget and
+// one size limit, and its text is cleaned the same way. The conversation is the agent's own: a
+// client's chat request contributes only its newest user message, as text; the history it carries,
+// tool results, message rewrites and regenerations are never taken from it.
+import { MessageType, parseProtocolMessage } from "agents/chat";
+import { z } from "zod";
+
+/** Longest message a person may send through any door. */
+export const MAX_MESSAGE_CHARS = 8000;
+
+/** Per-minute limits per person. `chat` is the budget every door shares (a Telegram message counts
+ * against it too); Telegram's own, lower limit is configurable (TELEGRAM_MESSAGES_PER_MINUTE). */
+export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
+export type Channel = keyof typeof RATE_LIMITS;
+
+export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
+export const TOO_LONG = `That message is longer than ${MAX_MESSAGE_CHARS.toLocaleString("en-US")} characters; please send it in shorter parts.`;
+export const NO_REGENERATE = "I can't redo an answer; send your message again instead.";
+export const EMPTY_MESSAGE = "That message had no text for me to read.";
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+// C0 controls other than tab, line feed and carriage return: Postgres text refuses NUL, and none of
+// them carries meaning in a chat message.
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g;
+
+/** Text any store and any model accepts: no NUL or other control characters, no half of a surrogate
+ * pair (a lone half cannot be shown, stored as JSON in Postgres, or read by a model; it is dropped). */
+export function cleanText(text: string): string {
+  return text.replace(CONTROL, "").replace(LONE_SURROGATE, "");
+}
+
+/** What the agent does with one frame from a client of the chat protocol. */
+export type FrameVerdict =
+  /** Not a chat request: handled by the SDK as it is (cancel, clear, stream resume, …). */
+  | { kind: "pass" }
+  /** A frame a client may not send (history rewrites, tool results): ignored. */
+  | { kind: "ignore"; reason: string }
+  /** A chat request: run a turn on this one new message. */
+  | { kind: "turn"; requestId: string; messageId: string; text: string }
+  /** A chat request whose newest message is already in the conversation: nothing to run. */
+  | { kind: "done"; requestId: string }
+  /** A chat request that is refused: the client is told why. */
+  | { kind: "refuse"; requestId: string; notice: string };
+
+const ChatRequestBody = z.looseObject({
+  trigger: z.string().optional(),
+  messages: z.array(z.looseObject({ id: z.unknown(), role: z.unknown(), parts: z.unknown() })).default([]),
+});
+
+/** Judges one WebSocket frame. `known(id)` says whether a message id is already in the conversation. */
+export function screenFrame(raw: string | ArrayBuffer, known: (id: string) => boolean): FrameVerdict {
+  if (typeof raw !== "string") return { kind: "ignore", reason: "binary frame" };
+  const event = parseProtocolMessage(raw);
+  if (!event) return { kind: "pass" };
+  if (event.type === "messages") return { kind: "ignore", reason: "a client may not rewrite the conversation" };
+  if (event.type === "tool-result" || event.type === "tool-approval") return { kind: "ignore", reason: "this agent has no client tools" };
+  if (event.type !== "chat-request") return { kind: "pass" };
+  const requestId = typeof event.id === "string" && event.id ? event.id.slice(0, 200) : crypto.randomUUID();
+  if (event.init.method !== "POST") return { kind: "ignore", reason: "a chat request must be a POST" };
+  let body: z.infer<typeof ChatRequestBody>;
+  try {
+    body = ChatRequestBody.parse(JSON.parse(String(event.init.body ?? "")));
+  } catch {
+    return { kind: "refuse", requestId, notice: EMPTY_MESSAGE };
+  }
+  if (body.trigger === "regenerate-message") return { kind: "refuse", requestId, notice: NO_REGENERATE };
+  const newest = [...body.messages].reverse().find((m) => m.role === "user");
+  if (!newest) return { kind: "refuse", requestId, notice: EMPTY_MESSAGE };
+  const clientId = typeof newest.id === "string" && /^[\w:.-]{1,100}$/.test(newest.id) ? newest.id : undefined;
+  if (clientId && known(clientId)) return { kind: "done", requestId };
+  const parts = Array.isArray(newest.parts) ? (newest.parts as Array<{ type?: unknown; text?: unknown }>) : [];
+  const text = cleanText(parts.map((p) => (p?.type === "text" && typeof p.text === "string" ? p.text : "")).join("")).trim();
+  if (!text) return { kind: "refuse", requestId, notice: EMPTY_MESSAGE };
+  if (text.length > MAX_MESSAGE_CHARS) return { kind: "refuse", requestId, notice: TOO_LONG };
+  // A client's id is kept when it is new (the client tracks its message by it); else the server names it.
+  return { kind: "turn", requestId, messageId: clientId ?? `web:${crypto.randomUUID()}`, text };
+}
+
+/** A chat request frame that runs one turn over `messages` (the agent's conversation and the new message). */
+export function chatRequest(requestId: string, messages: readonly unknown[]): string {
+  return JSON.stringify({ type: MessageType.CF_AGENT_USE_CHAT_REQUEST, id: requestId, init: { method: "POST", body: JSON.stringify({ messages }) } });
+}
+
+/** The chat protocol's answer to a request that ends without a turn (refused: `error`, with the notice). */
+export function endOfRequest(requestId: string, notice?: string): string {
+  return JSON.stringify({
+    type: MessageType.CF_AGENT_USE_CHAT_RESPONSE,
+    id: requestId,
+    body: notice ?? "",
+    done: true,
+    ...(notice ? { error: true } : {}),
+  });
+}

@@ -14,73 +14,92 @@ const REQUIRED_IN_PRODUCTION = [
   "TELEGRAM_BOT_TOKEN",
   "TELEGRAM_WEBHOOK_SECRET",
   "MAIL_PUSH_TOKEN",
+  "INNGEST_SIGNING_KEY",
 ] as const;
 
-const ConfigSchema = z
-  .object({
-    ENVIRONMENT: z.enum(["production", "development", "test"]).default("production"),
-    AI_PROVIDER: z.enum(["workers-ai", "openai-compatible", "offline"]).default("workers-ai"),
-    AI_MODEL: optional,
-    AI_BASE_URL: z.url().optional(),
-    AI_API_KEY: optional,
-    EMBEDDING_PROVIDER: z.enum(["workers-ai", "openai-compatible", "local"]).default("workers-ai"),
-    EMBEDDING_MODEL: optional,
-    TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),
-    /** Telegram messages a person may send per minute before the agent answers with a notice (load tests raise it). */
-    TELEGRAM_MESSAGES_PER_MINUTE: z.coerce.number().int().positive().default(10),
-    /** Deadline of one Bot API call (grammY's own default is minutes). */
-    TELEGRAM_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
-    /** How long the inbox waits out an outage (Postgres, the model, the Bot API) before apologising. */
-    INBOX_RETRY_WINDOW_SECONDS: z.coerce.number().int().positive().default(DEFAULT_RETRY_WINDOW_SECONDS),
+/** TOKEN_ENCRYPTION_KEY: the AES-256 key sealing OAuth tokens, so exactly 32 bytes in base64. */
+const aes256Key = z
+  .string()
+  .trim()
+  .refine((value) => {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(value) || value.length % 4 !== 0) return false;
+    return atob(value).length === 32;
+  }, "must be 32 random bytes in base64 (e.g. `openssl rand -base64 32`)")
+  .optional();
 
-    APP_BASE_URL: z.url().optional(),
-    SESSION_SECRET: optional,
-    TOKEN_ENCRYPTION_KEY: optional,
-    TELEGRAM_BOT_TOKEN: optional,
-    TELEGRAM_WEBHOOK_SECRET: optional,
-    TELEGRAM_BOT_USERNAME: optional,
-    MAIL_PUSH_TOKEN: optional,
-    GOOGLE_CLIENT_ID: optional,
-    GOOGLE_CLIENT_SECRET: optional,
-    GMAIL_PUBSUB_TOPIC: optional,
-    GOOGLE_AUTH_URL: z.url().default("https://accounts.google.com/o/oauth2/v2/auth"),
-    GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
-    INNGEST_EVENT_KEY: optional,
-    INNGEST_SIGNING_KEY: optional,
-    /** The Inngest API (Inngest Cloud when unset; a dev server or a test stand-in otherwise). */
-    INNGEST_BASE_URL: z.url().optional(),
-    /** Set (to 1 or a dev server URL) to talk to a local Inngest dev server, unsigned. */
-    INNGEST_DEV: optional,
-    /** When set, the mail intake also verifies the push's OIDC token for this audience. */
-    PUBSUB_PUSH_AUDIENCE: optional,
-    /** The service account the push subscription signs as (checked when PUBSUB_PUSH_AUDIENCE is set). */
-    PUBSUB_PUSH_SERVICE_ACCOUNT: optional,
-    GOOGLE_JWKS_URL: z.url().default("https://www.googleapis.com/oauth2/v3/certs"),
-    GMAIL_API_URL: z.url().default("https://gmail.googleapis.com"),
-    LANGFUSE_PUBLIC_KEY: optional,
-    LANGFUSE_SECRET_KEY: optional,
-    LANGFUSE_BASE_URL: z.url().optional(),
-    SENTRY_DSN: optional,
-    POSTHOG_API_KEY: optional,
-    POSTHOG_HOST: z.url().optional(),
-    AXIOM_TOKEN: optional,
-    AXIOM_DATASET: optional,
-    /** Axiom's API (an EU edge, or a test stand-in). */
-    AXIOM_URL: z.url().optional(),
-    /** Bearer token of the operator endpoints (/api/ops/*, npm run inbox:dead). */
-    OPS_TOKEN: optional,
-  })
-  .superRefine((config, ctx) => {
-    if (config.ENVIRONMENT !== "production") return;
-    for (const key of REQUIRED_IN_PRODUCTION) {
-      if (!config[key]) ctx.addIssue({ code: "custom", path: [key], message: "is required in production" });
-    }
-  });
+const ConfigFields = z.object({
+  ENVIRONMENT: z.enum(["production", "development", "test"]).default("production"),
+  AI_PROVIDER: z.enum(["workers-ai", "openai-compatible", "offline"]).default("workers-ai"),
+  AI_MODEL: optional,
+  AI_BASE_URL: z.url().optional(),
+  AI_API_KEY: optional,
+  EMBEDDING_PROVIDER: z.enum(["workers-ai", "openai-compatible", "local"]).default("workers-ai"),
+  EMBEDDING_MODEL: optional,
+  TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),
+  /** Telegram messages a person may send per minute before the agent answers with a notice (load tests raise it). */
+  TELEGRAM_MESSAGES_PER_MINUTE: z.coerce.number().int().positive().default(10),
+  /** Deadline of one Bot API call (grammY's own default is minutes). */
+  TELEGRAM_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  /** How long the inbox waits out an outage (Postgres, the model, the Bot API) before apologising. */
+  INBOX_RETRY_WINDOW_SECONDS: z.coerce.number().int().positive().default(DEFAULT_RETRY_WINDOW_SECONDS),
+
+  APP_BASE_URL: z.url().optional(),
+  SESSION_SECRET: optional,
+  TOKEN_ENCRYPTION_KEY: aes256Key,
+  TELEGRAM_BOT_TOKEN: optional,
+  TELEGRAM_WEBHOOK_SECRET: optional,
+  TELEGRAM_BOT_USERNAME: optional,
+  MAIL_PUSH_TOKEN: optional,
+  GOOGLE_CLIENT_ID: optional,
+  GOOGLE_CLIENT_SECRET: optional,
+  GMAIL_PUBSUB_TOPIC: optional,
+  GOOGLE_AUTH_URL: z.url().default("https://accounts.google.com/o/oauth2/v2/auth"),
+  GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
+  INNGEST_EVENT_KEY: optional,
+  INNGEST_SIGNING_KEY: optional,
+  /** The Inngest API (Inngest Cloud when unset; a dev server or a test stand-in otherwise). */
+  INNGEST_BASE_URL: z.url().optional(),
+  /** Set (to 1 or a dev server URL) to talk to a local Inngest dev server, unsigned. */
+  INNGEST_DEV: optional,
+  /** When set, the mail intake also verifies the push's OIDC token for this audience. */
+  PUBSUB_PUSH_AUDIENCE: optional,
+  /** The service account the push subscription signs as (checked when PUBSUB_PUSH_AUDIENCE is set). */
+  PUBSUB_PUSH_SERVICE_ACCOUNT: optional,
+  GOOGLE_JWKS_URL: z.url().default("https://www.googleapis.com/oauth2/v3/certs"),
+  GMAIL_API_URL: z.url().default("https://gmail.googleapis.com"),
+  LANGFUSE_PUBLIC_KEY: optional,
+  LANGFUSE_SECRET_KEY: optional,
+  LANGFUSE_BASE_URL: z.url().optional(),
+  SENTRY_DSN: optional,
+  POSTHOG_API_KEY: optional,
+  POSTHOG_HOST: z.url().optional(),
+  AXIOM_TOKEN: optional,
+  AXIOM_DATASET: optional,
+  /** Axiom's API (an EU edge, or a test stand-in). */
+  AXIOM_URL: z.url().optional(),
+  /** Bearer token of the operator endpoints (/api/ops/*, npm run inbox:dead). */
+  OPS_TOKEN: optional,
+});
+
+const ConfigSchema = ConfigFields.superRefine((config, ctx) => {
+  // Without the service account any Google-signed token for the audience would pass the mail intake.
+  if (config.PUBSUB_PUSH_AUDIENCE && !config.PUBSUB_PUSH_SERVICE_ACCOUNT) {
+    ctx.addIssue({ code: "custom", path: ["PUBSUB_PUSH_SERVICE_ACCOUNT"], message: "is required when PUBSUB_PUSH_AUDIENCE is set" });
+  }
+  if (config.ENVIRONMENT !== "production") return;
+  for (const key of REQUIRED_IN_PRODUCTION) {
+    if (!config[key]) ctx.addIssue({ code: "custom", path: [key], message: "is required in production" });
+  }
+}).transform((config) =>
+  // Dev mode means unsigned workflow requests: production never runs in it, whatever the env says
+  // (agents/workflows/client.ts then also tells the SDK so, which would otherwise read INNGEST_DEV itself).
+  config.ENVIRONMENT === "production" ? { ...config, INNGEST_DEV: undefined } : config,
+);
 
 export type Config = z.infer<typeof ConfigSchema>;
 
 /** Every configuration name the Worker reads (npm start forwards exactly these from the environment). */
-export const CONFIG_KEYS: readonly string[] = ConfigSchema.keyof().options;
+export const CONFIG_KEYS: readonly string[] = ConfigFields.keyof().options;
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -23,7 +23,8 @@ export function clientOptions(config: Config) {
     id: INNGEST_APP_ID,
     ...(config.INNGEST_EVENT_KEY ? { eventKey: config.INNGEST_EVENT_KEY } : {}),
     ...(config.INNGEST_BASE_URL ? { baseUrl: config.INNGEST_BASE_URL } : dev && /^https?:/.test(dev) ? { baseUrl: dev } : {}),
-    ...(dev ? { isDev: true } : {}),
+    // Always explicit: left unset, the SDK would read INNGEST_DEV from the env itself (production ignores it).
+    isDev: Boolean(dev),
   } as const;
 }
 

@@ -44,6 +44,11 @@ describe("the web app in a browser", () => {
     expect(await page.getByTestId("memory-activity").first().innerText()).toBe("remembered: Dune · book");
     await page.screenshot({ path: `${tmpdir()}/soma-chat.png` });
 
+    // A message over the size limit is refused by the agent with a notice in the chat.
+    await page.getByLabel("Message").fill("x".repeat(8001));
+    await page.getByLabel("Message").press("Enter");
+    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("longer than 8,000 characters");
+
     await page.getByRole("link", { name: "Memories" }).click();
     await expect.poll(() => page.getByTestId("memory").allInnerTexts(), { timeout: 10_000 }).toEqual([
       expect.stringContaining("Dune"),

@@ -23,7 +23,7 @@ function activityOf(part: ToolPart): string | null {
 
 export function ChatPage() {
   const agent = useAgent({ agent: "UserAgent", basePath: "api/agent" });
-  const { messages, sendMessage, status } = useAgentChat({ agent });
+  const { messages, sendMessage, status, error } = useAgentChat({ agent });
   const [draft, setDraft] = useState("");
   const end = useRef<HTMLDivElement>(null);
   useEffect(() => {
@@ -59,6 +59,12 @@ export function ChatPage() {
         ))}
         <div ref={end} />
       </div>
+      {/* A refused message (over the limit, too long) comes back as the turn's error, with the notice. */}
+      {error && status !== "submitted" && status !== "streaming" && (
+        <p className="notice" role="alert">
+          {error.message}
+        </p>
+      )}
       <form className="composer" onSubmit={submit}>
         <input
           aria-label="Message"

@@ -52,7 +52,7 @@ describe("finding 1: group chats — only private chats reach the person's agent
     const before = await telegramAccount(personId);
 
     const group = newGroupId();
-    const first = await post(message({ id: group, type: "supergroup", title: "Family" }, personId, `/login@${env.TELEGRAM_BOT_USERNAME}`));
+    const first = await post(message({ id: group, type: "supergroup", title: "Family" }, personId, "/login@soma_test_bot"));
     expect(first.status).toBe(200);
     // The notice is the webhook's own answer: Telegram sends it with the acknowledgement.
     expect(await webhookReply(first)).toEqual({ method: "sendMessage", chat_id: group, text: GROUP_NOTICE });

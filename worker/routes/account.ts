@@ -3,8 +3,10 @@
 //   DELETE /api/account  deletes everything, in this order: the Postgres rows (by cascade) with a
 //                        tombstone for each of the person's sign-in identities, so that no door can
 //                        create them again for a day (db/repositories/auth.ts); this isolate's cached
-//                        sender; the agent's own storage; the person's dead letters. Then, without
-//                        holding up the answer, what outside services keep (agents/telemetry/erasure.ts).
+//                        sender; the agent's own storage (eraseAll keeps one marker, so a message that
+//                        another isolate still routes there is refused); the person's dead letters.
+//                        Then, without holding up the answer, what outside services keep
+//                        (agents/telemetry/erasure.ts).
 // Rows first: should the agent's erasure fail, nothing of the account can be reached any more (no
 // session, no sender, no row), whereas the other way round a failed row delete left a live account
 // without its conversation, and a message could recreate the agent in between.
@@ -59,7 +61,7 @@ async function eraseAgent(env: Env, userId: string, requestId: string): Promise<
   for (let attempt = 1; ; attempt++) {
     try {
       const agent = await agentFor(env, userId);
-      await agent.destroy();
+      await agent.eraseAll();
       return;
     } catch (error) {
       if (attempt < AGENT_ERASE_ATTEMPTS) continue;

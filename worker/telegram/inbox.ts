@@ -55,29 +55,44 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
       chatId: message.chat.id,
       displayName: [from.first_name, from.last_name].filter(Boolean).join(" "),
     };
-    let person: { id: string; created: boolean };
-    try {
-      person = await resolveSender(db, account);
-    } catch (error) {
-      if (!(error instanceof AccountDeletedError)) throw error;
-      if (!(isStart(message) && (await reopenTelegramIdentity(db, from.id, sentAt(message))))) {
-        if (await claimDeletedNotice(db, from.id)) await ctx.reply(DELETED_NOTICE);
+    // A second round only when this isolate had the sender cached and their agent says it was erased
+    // (the account was deleted through another isolate within the last minute): the database decides then.
+    for (let round = 0; round < 2; round++) {
+      const person = await personFor(ctx, db, account);
+      if (!person) return;
+      const agent = await agentFor(env, person.id);
+      const { status } = await agent.enqueueTelegramMessage({
+        updateId: ctx.update.update_id,
+        chatId: message.chat.id,
+        messageId: message.message_id,
+        text: message.text ?? message.caption ?? "",
+        firstContact: person.created,
+      });
+      if (status !== "erased") {
+        if (person.created) telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
+        telemetry.capture({ event: "message_received", userId: person.id, properties: { surface: "telegram" } });
         return;
       }
-      person = await resolveSender(db, account);
+      forgetSender(person.id);
     }
-    if (person.created) telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
-    telemetry.capture({ event: "message_received", userId: person.id, properties: { surface: "telegram" } });
-    const agent = await agentFor(env, person.id);
-    await agent.enqueueTelegramMessage({
-      updateId: ctx.update.update_id,
-      chatId: message.chat.id,
-      messageId: message.message_id,
-      text: message.text ?? message.caption ?? "",
-      firstContact: person.created,
-    });
   });
   return composer;
+}
+
+/**
+ * The sender's person, or null when their account was deleted less than a day ago: then they are told
+ * so (at most once a minute), unless the message is a /start sent after the deletion, which lifts the
+ * tombstone and creates a new person.
+ */
+async function personFor(ctx: Context & { message: Message; from: NonNullable<Context["from"]> }, db: Database, account: Parameters<typeof resolveSender>[1]) {
+  try {
+    return await resolveSender(db, account);
+  } catch (error) {
+    if (!(error instanceof AccountDeletedError)) throw error;
+    if (isStart(ctx.message) && (await reopenTelegramIdentity(db, ctx.from.id, sentAt(ctx.message)))) return resolveSender(db, account);
+    if (await claimDeletedNotice(db, ctx.from.id)) await ctx.reply(DELETED_NOTICE);
+    return null;
+  }
 }
 
 function isStart(message: Message): boolean {

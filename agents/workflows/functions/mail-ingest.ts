@@ -43,24 +43,24 @@ export function mailIngest(inngest: InngestClient, deps: WorkflowDeps) {
       if (!plan) return { skipped: "no Google connection" };
 
       let recorded = 0;
-      const skipped: string[] = [];
+      const unstorable: string[] = [];
       for (const [i, ids] of chunks(plan.messageIds, MESSAGES_PER_STEP).entries()) {
         const batch = await step.run(`ingest-${i}`, async () => {
-          const outcome = { recorded: 0, skipped: [] as string[] };
+          const outcome = { recorded: 0, unstorable: [] as string[] };
           const account = await gmailFor(deps.config, deps.db, note.userId);
           if (!account) return outcome;
           for (const id of ids) {
             const result = await ingestMessage(deps, account.gmail, note.userId, id);
             if (result === "recorded") outcome.recorded++;
-            if (result === "skipped") outcome.skipped.push(id);
+            if (result === "unstorable") outcome.unstorable.push(id);
           }
           return outcome;
         });
         recorded += batch.recorded;
-        skipped.push(...batch.skipped);
+        unstorable.push(...batch.unstorable);
       }
       await step.run("save-position", () => deps.db.withUser(note.userId, (tx) => saveMailState(tx, { historyId: plan.historyId })));
-      return { listed: plan.messageIds.length, recorded, ...(skipped.length ? { skipped } : {}), resynced: plan.resynced, historyId: plan.historyId };
+      return { listed: plan.messageIds.length, recorded, ...(unstorable.length ? { unstorable } : {}), resynced: plan.resynced, historyId: plan.historyId };
     },
   );
 }
@@ -96,9 +96,9 @@ async function newMessages(gmail: GmailClient, startHistoryId: string | null, no
 
 /**
  * Reads one message's metadata and records it: "known" when it was already recorded or is gone,
- * "skipped" when the store refused it for good (logged with its Gmail message id).
+ * "unstorable" when the store refused it for good (logged with its Gmail message id, then skipped).
  */
-async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<"recorded" | "known" | "skipped"> {
+async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<"recorded" | "known" | "unstorable"> {
   const message = await gmailCall(() => gmail.message(id)).catch((error: unknown) => {
     if (error instanceof NonRetriableError && /answered 404/.test(error.message)) return null; // deleted since
     throw error;
@@ -123,7 +123,7 @@ async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: str
     // logged (drizzle's message would repeat the email's texts as query parameters).
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
     logJson("error", { workflow: "mail-ingest", userId, messageId: message.id, skipped: true, code: (cause as { code?: unknown }).code, error: describeError(cause) });
-    return "skipped";
+    return "unstorable";
   }
 }
 

@@ -91,7 +91,7 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
     try {
       const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
       expect(error).toBeUndefined();
-      expect(result).toEqual({ listed: 3, recorded: 2, skipped: [refused], resynced: false, historyId: latest });
+      expect(result).toEqual({ listed: 3, recorded: 2, unstorable: [refused], resynced: false, historyId: latest });
       const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>).filter((l) => l.messageId === refused);
       expect(lines).toEqual([expect.objectContaining({ level: "error", workflow: "mail-ingest", userId: person.id, messageId: refused, error: expect.stringMatching(/refused for the test/) })]);
     } finally {

@@ -24,7 +24,8 @@ export interface InboxDeps {
 /**
  * Senders already resolved by this isolate: (Telegram user, chat) → person. A person writing again
  * within a minute costs the webhook no database round trip at all, which keeps the acknowledgement
- * independent of Postgres latency. A changed chat id misses the cache and is written as before.
+ * independent of Postgres latency. A changed chat id misses the cache and is written as before. An
+ * account deleted through another isolate meanwhile is caught by its agent, which answers "erased".
  */
 const KNOWN_SENDER_TTL_MS = 60_000;
 const KNOWN_SENDERS_MAX = 10_000;

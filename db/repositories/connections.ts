@@ -1,8 +1,10 @@
-// OAuth connections (Gmail): tokens arrive here already sealed by TokenCipher; rows are per person
-// and provider, under row-level security like every table.
-import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
+// OAuth connections (Gmail): tokens arrive here already sealed by TokenCipher for their slot (person,
+// provider, column); rows are per person and provider, under row-level security like every table.
+// Reading the tokens goes through openConnection, which also re-seals legacy (v1, unbound) tokens.
+import { and, eq, inArray, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { oauthConnections } from "../schema";
+import { TokenCipher, type TokenSlot } from "../token-cipher";
 
 export interface SealedConnection {
   provider: "google";
@@ -66,6 +68,43 @@ export async function getConnection(tx: Tx, provider: "google"): Promise<Connect
   return row ?? null;
 }
 
+export interface OpenedTokens {
+  accessToken: string | null;
+  refreshToken: string | null;
+}
+
+/**
+ * The person's connection to `provider` and its tokens opened, or null. Each token opens only for this
+ * person, provider and column (a token copied in from another row throws). A legacy v1 token is
+ * re-sealed for its slot here, in the caller's transaction, unless something replaced it meanwhile.
+ */
+export async function openConnection(
+  tx: Tx,
+  userId: string,
+  provider: "google",
+  cipher: TokenCipher,
+): Promise<{ connection: Connection; tokens: OpenedTokens } | null> {
+  const connection = await getConnection(tx, provider);
+  if (!connection) return null;
+  const open = async (column: TokenSlot["column"], stored: string | null): Promise<string | null> => {
+    if (!stored) return null;
+    const slot = { userId, provider, column };
+    const plaintext = await cipher.decrypt(stored, slot);
+    if (TokenCipher.isLegacy(stored)) {
+      const target = column === "access_token" ? oauthConnections.accessTokenEnc : oauthConnections.refreshTokenEnc;
+      await tx
+        .update(oauthConnections)
+        .set(column === "access_token" ? { accessTokenEnc: await cipher.encrypt(plaintext, slot) } : { refreshTokenEnc: await cipher.encrypt(plaintext, slot) })
+        .where(and(eq(oauthConnections.provider, provider), eq(target, stored)));
+    }
+    return plaintext;
+  };
+  return {
+    connection,
+    tokens: { accessToken: await open("access_token", connection.accessTokenEnc), refreshToken: await open("refresh_token", connection.refreshTokenEnc) },
+  };
+}
+
 /** Stores a refreshed (sealed) access token. */
 export async function saveAccessToken(tx: Tx, provider: "google", accessTokenEnc: string, expiresAt: Date | null): Promise<void> {
   await tx
@@ -107,6 +146,22 @@ export async function mailboxOwner(tx: Tx, emailAddress: string): Promise<string
     .where(and(eq(oauthConnections.provider, "google"), sql`lower(${oauthConnections.accountEmail}) = lower(${emailAddress})`))
     .limit(1);
   return row?.userId ?? null;
+}
+
+/** True when someone other than `userId` has connected this mailbox (a mailbox has one owner). */
+export async function mailboxConnectedByAnother(tx: Tx, emailAddress: string, userId: string): Promise<boolean> {
+  const [row] = await tx
+    .select({ userId: oauthConnections.userId })
+    .from(oauthConnections)
+    .where(
+      and(
+        eq(oauthConnections.provider, "google"),
+        sql`lower(${oauthConnections.accountEmail}) = lower(${emailAddress})`,
+        ne(oauthConnections.userId, userId),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
 }
 
 /** People whose Gmail watch is missing or expires before `before` (null: all), optionally only these mailboxes. */

@@ -1,9 +1,11 @@
 // Guards Google sign-in and the Gmail connection: PKCE and state on the way out, the state checked
-// and the verifier sent on the way back, tokens sealed at rest. Google's token endpoint is a stand-in.
+// and the verifier sent on the way back, tokens sealed at rest and bound to their row (finding 9a), a
+// mailbox connected by one person only (finding 9g). Google's token endpoint is a stand-in.
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { TokenCipher } from "../../db/token-cipher";
+import { openConnection, saveConnection } from "../../db/repositories/connections";
+import { SealedTokenError, TokenCipher, type TokenSlot } from "../../db/token-cipher";
 import { call, chatAs, eventually, newPerson, sessionCookie, testDatabase } from "./helpers";
 
 async function start(intent: string, cookie?: string) {
@@ -11,6 +13,29 @@ async function start(intent: string, cookie?: string) {
   const location = new URL(response.headers.get("location") ?? "", "https://soma.test");
   const flow = (response.headers.get("set-cookie") ?? "").split(";")[0]!;
   return { response, location, flow };
+}
+
+const slot = (userId: string, column: TokenSlot["column"]): TokenSlot => ({ userId, provider: "google", column });
+
+interface ConnectionRow {
+  account_email: string;
+  access_token_enc: string;
+  refresh_token_enc: string | null;
+  gmail_history_id: string | null;
+  watch_expires_at: string | null;
+}
+
+async function connectionRow(userId: string): Promise<ConnectionRow | undefined> {
+  const rows = (await testDatabase().withUser(userId, (tx) =>
+    tx.execute(sql`select account_email, access_token_enc, refresh_token_enc, gmail_history_id, watch_expires_at::text from oauth_connections`),
+  )) as unknown as ConnectionRow[];
+  return rows[0];
+}
+
+/** Goes through "Connect Gmail" as the person with `cookie`, coming back from Google as account `sub`. */
+async function connectGmailAs(cookie: string, sub: string, headers: Record<string, string> = {}): Promise<Response> {
+  const { location, flow } = await start("connect", cookie);
+  return call(`/auth/google/callback?code=good-${sub}&state=${location.searchParams.get("state")}`, { headers: { cookie: `${flow}; ${cookie}`, ...headers }, redirect: "manual" });
 }
 
 describe("Google sign-in", () => {
@@ -67,8 +92,8 @@ describe("connecting Gmail", () => {
     expect(row!.account_email).toBe(`${sub}@gmail.example`);
     expect(row!.access_token_enc).not.toContain("ya29");
     const cipher = new TokenCipher(env.TOKEN_ENCRYPTION_KEY);
-    expect(await cipher.decrypt(row!.access_token_enc)).toBe(`ya29.access-${sub}`);
-    expect(await cipher.decrypt(row!.refresh_token_enc)).toBe(`1//refresh-${sub}`);
+    expect(await cipher.decrypt(row!.access_token_enc, slot(person.id, "access_token"))).toBe(`ya29.access-${sub}`);
+    expect(await cipher.decrypt(row!.refresh_token_enc, slot(person.id, "refresh_token"))).toBe(`1//refresh-${sub}`);
 
     const me = (await (await call("/api/me", { headers: { cookie } })).json()) as { google: { connected: boolean } };
     expect(me.google.connected).toBe(true);
@@ -84,5 +109,75 @@ describe("connecting Gmail", () => {
     expect(state).toEqual({ gmail_history_id: "31337", watching: true });
     const requests = (await (await fetch(`${env.STAND_IN_URL}/__gmail/requests?sub=${sub}`)).json()) as Array<{ method: string; path: string }>;
     expect(requests).toContainEqual(expect.objectContaining({ method: "POST", path: "/watch" }));
+  });
+});
+
+describe("finding 9a: sealed tokens are bound to their row", () => {
+  const cipher = new TokenCipher(env.TOKEN_ENCRYPTION_KEY);
+
+  it("9a: a sealed token moved to another row does not decrypt", async () => {
+    const alice = await newPerson("alice");
+    const sub = crypto.randomUUID();
+    await fetch(`${env.STAND_IN_URL}/__gmail/mailbox`, { method: "POST", body: JSON.stringify({ sub, historyId: 100 }) });
+    expect((await connectGmailAs(await sessionCookie(alice), sub)).status).toBe(303);
+    const sealed = (await connectionRow(alice.id))!;
+    expect(sealed.access_token_enc).toMatch(/^v2\./);
+    const opened = await testDatabase().withUser(alice.id, (tx) => openConnection(tx, alice.id, "google", cipher));
+    expect(opened!.tokens).toEqual({ accessToken: `ya29.access-${sub}`, refreshToken: `1//refresh-${sub}` });
+
+    // Mallory's row gets Alice's sealed tokens (a copied row, a swapped column): none of them opens.
+    const mallory = await newPerson("mallory");
+    const moved = { provider: "google", accountEmail: `m-${sub}@gmail.example`, scope: "gmail.readonly", accessTokenExpiresAt: null } as const;
+    await testDatabase().withUser(mallory.id, (tx) => saveConnection(tx, mallory.id, { ...moved, accessTokenEnc: sealed.access_token_enc, refreshTokenEnc: sealed.refresh_token_enc }));
+    await expect(testDatabase().withUser(mallory.id, (tx) => openConnection(tx, mallory.id, "google", cipher))).rejects.toBeInstanceOf(SealedTokenError);
+    await expect(cipher.decrypt(sealed.access_token_enc, slot(alice.id, "refresh_token"))).rejects.toThrow(/does not open here/);
+    await expect(cipher.decrypt(sealed.refresh_token_enc!, slot(mallory.id, "refresh_token"))).rejects.toBeInstanceOf(SealedTokenError);
+  });
+
+  it("9a: a legacy token sealed without AAD still opens, and is re-sealed bound to its row on that first read", async () => {
+    const person = await newPerson("legacy");
+    const key = await crypto.subtle.importKey("raw", Uint8Array.from(atob(env.TOKEN_ENCRYPTION_KEY), (c) => c.charCodeAt(0)), "AES-GCM", false, ["encrypt"]);
+    const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+    const sealV1 = async (plaintext: string) => {
+      const iv = crypto.getRandomValues(new Uint8Array(12));
+      return `v1.${b64url(iv)}.${b64url(new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(plaintext))))}`;
+    };
+    const legacy = { accessTokenEnc: await sealV1("ya29.legacy-access"), refreshTokenEnc: await sealV1("1//legacy-refresh") };
+    await testDatabase().withUser(person.id, (tx) =>
+      saveConnection(tx, person.id, { provider: "google", accountEmail: `legacy-${person.id}@gmail.example`, scope: "gmail.readonly", accessTokenExpiresAt: null, ...legacy }),
+    );
+
+    const opened = await testDatabase().withUser(person.id, (tx) => openConnection(tx, person.id, "google", cipher));
+    expect(opened!.tokens).toEqual({ accessToken: "ya29.legacy-access", refreshToken: "1//legacy-refresh" });
+    const resealed = (await connectionRow(person.id))!;
+    expect(resealed.access_token_enc).toMatch(/^v2\./);
+    expect(resealed.refresh_token_enc).toMatch(/^v2\./);
+    expect(await cipher.decrypt(resealed.access_token_enc, slot(person.id, "access_token"))).toBe("ya29.legacy-access");
+    expect(await cipher.decrypt(resealed.refresh_token_enc!, slot(person.id, "refresh_token"))).toBe("1//legacy-refresh");
+    await expect(cipher.decrypt(resealed.access_token_enc, slot(crypto.randomUUID(), "access_token"))).rejects.toBeInstanceOf(SealedTokenError);
+  });
+});
+
+describe("finding 9g: a mailbox belongs to one person", () => {
+  it("9g: connecting a mailbox another person already connected is refused, and nothing of theirs changes", async () => {
+    const owner = await newPerson("mailbox-owner");
+    const sub = crypto.randomUUID();
+    await fetch(`${env.STAND_IN_URL}/__gmail/mailbox`, { method: "POST", body: JSON.stringify({ sub, historyId: 4242 }) });
+    expect((await connectGmailAs(await sessionCookie(owner), sub)).status).toBe(303);
+    const before = await eventually(() => connectionRow(owner.id), (row) => row?.watch_expires_at != null);
+
+    const other = await newPerson("mailbox-other");
+    const otherCookie = await sessionCookie(other);
+    const page = await connectGmailAs(otherCookie, sub, { accept: "text/html" });
+    expect(page.status).toBe(409);
+    expect(await page.text()).toContain(`${sub}@gmail.example is already connected to another Soma account`);
+    const api = await connectGmailAs(otherCookie, sub.toUpperCase());
+    expect(api.status).toBe(409);
+    expect(((await api.json()) as { error: { code: string } }).error.code).toBe("conflict");
+
+    expect(await connectionRow(other.id)).toBeUndefined();
+    expect(await connectionRow(owner.id)).toEqual(before);
+    // The owner reconnecting their own mailbox is still fine.
+    expect((await connectGmailAs(await sessionCookie(owner), sub)).headers.get("location")).toBe("/app/settings");
   });
 });

@@ -72,6 +72,11 @@ export async function newPerson(options: { telegram?: boolean; timezone?: string
   return { ...person, chatId };
 }
 
+/** Where `userId`'s Google token of `column` is sealed for (db/token-cipher.ts binds it to that place). */
+export function tokenSlot(userId: string, column: "access_token" | "refresh_token") {
+  return { userId, provider: "google", column } as const;
+}
+
 /** Connects `userId`'s Gmail as Google account `sub` (tokens sealed as the OAuth callback seals them). */
 export async function connectGmail(userId: string, sub: string, options: { accessExpiresAt?: Date; refreshToken?: string | null; historyId?: string } = {}) {
   const cipher = new TokenCipher(TOKEN_KEY);
@@ -81,8 +86,8 @@ export async function connectGmail(userId: string, sub: string, options: { acces
       provider: "google",
       accountEmail: `${sub}@gmail.example`,
       scope: "openid email profile https://www.googleapis.com/auth/gmail.readonly",
-      accessTokenEnc: await cipher.encrypt(`ya29.access-${sub}`),
-      refreshTokenEnc: refresh ? await cipher.encrypt(refresh) : null,
+      accessTokenEnc: await cipher.encrypt(`ya29.access-${sub}`, tokenSlot(userId, "access_token")),
+      refreshTokenEnc: refresh ? await cipher.encrypt(refresh, tokenSlot(userId, "refresh_token")) : null,
       accessTokenExpiresAt: options.accessExpiresAt ?? new Date(Date.now() + 3_600_000),
     });
   });

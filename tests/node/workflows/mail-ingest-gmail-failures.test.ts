@@ -4,7 +4,7 @@
 // run for good without writing anything or moving the position.
 import { describe, expect, it } from "vitest";
 import { TokenCipher } from "../../../db/token-cipher";
-import { connectGmail, gmailMailbox, newPerson, runOnce, TOKEN_KEY, testWorkflows } from "./harness";
+import { connectGmail, gmailMailbox, newPerson, runOnce, tokenSlot, TOKEN_KEY, testWorkflows } from "./harness";
 import { connectionOf, ingestRequests, message, messageId, newSub, notification, refreshGrants, rowsOf } from "./mail-fixtures";
 
 const cipher = new TokenCipher(TOKEN_KEY);
@@ -41,7 +41,7 @@ describe("mail-ingest when Gmail or Google fail", () => {
     const id = messageId("t");
     const latest = await gmailMailbox({ sub, messages: [message(id, "Tom <tom@example.org>", "token test")] });
     const before = (await connectionOf(person.id))!;
-    expect(await cipher.decrypt(before.access_token_enc)).toBe(`ya29.access-${sub}`);
+    expect(await cipher.decrypt(before.access_token_enc, tokenSlot(person.id, "access_token"))).toBe(`ya29.access-${sub}`);
 
     const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
     expect(error).toBeUndefined();
@@ -50,7 +50,7 @@ describe("mail-ingest when Gmail or Google fail", () => {
     const after = (await connectionOf(person.id))!;
     expect(after.access_token_enc).not.toBe(before.access_token_enc);
     expect(after.access_token_enc).not.toContain("ya29");
-    expect(await cipher.decrypt(after.access_token_enc)).toBe(`ya29.refreshed-${sub}`);
+    expect(await cipher.decrypt(after.access_token_enc, tokenSlot(person.id, "access_token"))).toBe(`ya29.refreshed-${sub}`);
     // Google's expires_in (3599 s) from now.
     expect(after.expires_ms).toBeGreaterThan(Date.now() + 3_000_000);
     expect(after.expires_ms).toBeLessThanOrEqual(Date.now() + 3_600_000);
@@ -82,7 +82,7 @@ describe("mail-ingest when Gmail or Google fail", () => {
     // After the refresh (stored, so the next step opens the new token), no call uses the refused one.
     expect(requests.slice(1).every((r) => r.token === `ya29.refreshed-${sub}`)).toBe(true);
     expect(await refreshGrants(sub)).toHaveLength(1);
-    expect(await cipher.decrypt((await connectionOf(person.id))!.access_token_enc)).toBe(`ya29.refreshed-${sub}`);
+    expect(await cipher.decrypt((await connectionOf(person.id))!.access_token_enc, tokenSlot(person.id, "access_token"))).toBe(`ya29.refreshed-${sub}`);
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
   });
 

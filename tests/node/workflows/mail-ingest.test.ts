@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_MESSAGES_PER_RUN, RESYNC_MESSAGES } from "../../../agents/workflows/functions/mail-ingest";
 import { saveMailState } from "../../../db/repositories/connections";
 import { TokenCipher } from "../../../db/token-cipher";
-import { connectGmail, gmailMailbox, newPerson, runOnce, testDb, TOKEN_KEY, testWorkflows } from "./harness";
+import { connectGmail, gmailMailbox, newPerson, runOnce, testDb, tokenSlot, TOKEN_KEY, testWorkflows } from "./harness";
 import { connectionOf, gmailPaths, ingestRequests, message, messageId, newSub, notification, rowsOf } from "./mail-fixtures";
 
 const cipher = new TokenCipher(TOKEN_KEY);
@@ -292,7 +292,7 @@ describe("mail-ingest", () => {
     await connectGmail(person.id, oldSub, { refreshToken: null });
     const same = (await connectionOf(person.id))!;
     expect(same).toMatchObject({ gmail_history_id: "999999", watching: true });
-    expect(await cipher.decrypt(same.refresh_token_enc!)).toBe(`1//refresh-${oldSub}`);
+    expect(await cipher.decrypt(same.refresh_token_enc!, tokenSlot(person.id, "refresh_token"))).toBe(`1//refresh-${oldSub}`);
 
     // Another account is another mailbox: no position, no watch, and never the old account's refresh token.
     await connectGmail(person.id, newSubName, { refreshToken: null });

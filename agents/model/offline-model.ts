@@ -208,7 +208,9 @@ function recalled(output: unknown): Array<{ id: string; name: string; type: stri
   if (!Array.isArray(output)) return [];
   return output
     .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
-    .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id));
+    .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id))
+    // A memory from email comes fenced as data (agents/untrusted-memory.ts); a reply shows the name alone.
+    .map((e) => ({ ...e, name: e.name.replace(/<\/?email-data>/g, "") }));
 }
 
 function recalledNames(output: unknown): string[] {

@@ -223,3 +223,24 @@ describe("finding 4: text inside an email cannot instruct the model", () => {
     expect((await memoryOf(person.id)).reminders).toEqual([{ payload: { text: "Call Carla" } }]);
   });
 });
+
+describe("the offline model and memories from email", () => {
+  it("names a recalled email sender without the data fence", async () => {
+    const person = await newPerson("fence");
+    await testDatabase().withUser(person.id, (tx) =>
+      recordEmail(
+        tx,
+        person.id,
+        { messageId: `gm-${crypto.randomUUID()}`, threadId: null, from: { name: "Anna Kowalska", email: "anna.k@example.org" }, subject: "Lunch", receivedAt: new Date(), snippet: "" },
+        null,
+      ),
+    );
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    const chatId = newChatId();
+    await agent.enqueueTelegramMessage({ updateId: ++nextUpdate, chatId, messageId: 1, text: "what do you know about Anna Kowalska?" });
+    await agent.settle();
+    const reply = await runInDurableObject(agent, (instance: UserAgent) => instance.messages.at(-1)?.parts.map((p) => (p.type === "text" ? p.text : "")).join(""));
+    expect(reply).toMatch(/^Here's what I remember: Anna Kowalska \(person\)/);
+    expect(reply).not.toContain("email-data");
+  });
+});

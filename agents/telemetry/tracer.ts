@@ -1,8 +1,11 @@
 // Traces of agent turns in Langfuse: one trace per model turn with the person, the input, every tool
 // call and the output, tagged by door (Telegram: bot + message; web: web + chat). Without Langfuse
 // keys the tracer is a no-op. Sending is batched and flushed with waitUntil, never on the reply's path.
+// Every input and output passes scrubSecrets first, as for the other sinks: a person may paste a
+// token or a sign-in link into a message, and tool and step outputs may echo one.
 import { Langfuse } from "langfuse";
 import type { Config } from "../config";
+import { scrubSecrets } from "./scrub";
 
 export type Surface = "telegram" | "web";
 
@@ -41,22 +44,23 @@ export function createTracer(config: Config): Tracer {
     flushInterval: 0,
     release: config.ENVIRONMENT,
   });
+  const scrub = <T>(value: T): T => scrubSecrets(value, config);
   return {
     startTurn({ userId, surface, input, messageId }) {
       const trace = langfuse.trace({
         name: surface === "telegram" ? "telegram-message" : "web-chat",
         userId,
         sessionId: userId,
-        input,
+        input: scrub(input),
         tags: SURFACE_TAGS[surface],
         metadata: { messageId },
       });
       return {
         tool(name, toolInput, output) {
-          trace.span({ name: `tool:${name}`, input: toolInput, output });
+          trace.span({ name: `tool:${name}`, input: scrub(toolInput), output: scrub(output) });
         },
         end({ output, failed }) {
-          trace.update({ output, ...(failed ? { metadata: { messageId, failed: true } } : {}) });
+          trace.update({ output: scrub(output), ...(failed ? { metadata: { messageId, failed: true } } : {}) });
         },
       };
     },
@@ -66,16 +70,16 @@ export function createTracer(config: Config): Tracer {
         id: runId,
         name: functionId,
         ...(userId ? { userId } : {}),
-        input,
+        input: scrub(input),
         tags: ["workflow", functionId],
         metadata: { runId, eventId },
       });
       return {
         step(name, output) {
-          trace.span({ name: `step:${name}`, output });
+          trace.span({ name: `step:${name}`, output: scrub(output) });
         },
         end({ output, failed }) {
-          trace.update({ output, ...(failed ? { metadata: { runId, eventId, failed: true } } : {}) });
+          trace.update({ output: scrub(output), ...(failed ? { metadata: { runId, eventId, failed: true } } : {}) });
         },
       };
     },

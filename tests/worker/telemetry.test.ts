@@ -1,12 +1,13 @@
 // Guards the telemetry sinks against their loopback stand-ins: PostHog gets the product events with
 // the person's id, Axiom one line per request and per turn, Sentry the unhandled errors with request
 // id, route and release — and none of them ever receives a secret value, a session cookie, a token
-// or the text of a message.
+// (a sign-in link's included: finding 9f) or the text of a message.
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { logJson } from "../../agents/log";
 import { createLoginToken } from "../../db/repositories/auth";
-import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, openLoginLink, sessionCookie, testDatabase, waitForReplies } from "./helpers";
+import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase, waitForReplies } from "./helpers";
 
 interface Received {
   sink: "posthog" | "axiom" | "sentry";
@@ -182,5 +183,54 @@ describe("no secret ever leaves for a sink", () => {
     for (const secret of secrets) expect(payload, secret).not.toContain(secret);
     expect(payload).not.toMatch(/soma_session=/);
     expect(payload).not.toContain("locker code");
+  });
+});
+
+describe("finding 9f: token-bearing paths and queries are redacted before any sink", () => {
+  it("9f: a sign-in link's token reaches neither Sentry, Axiom, PostHog, Langfuse nor the log lines", async () => {
+    const person = await newPerson();
+    const token = await createLoginToken(testDatabase(), person.id, 600);
+    const before = (await received("sentry")).length;
+    // The link spent while Postgres is down: a real fault (500), reported to Sentry with its URL.
+    const page = await signInPage(`/auth/link/${token}`);
+    const failed = await callWithEnv({ HYPERDRIVE: { connectionString: "postgres://soma:pw@127.0.0.1:9/soma" } }, `/auth/link/${token}?state=${token}`, {
+      method: "POST",
+      headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", cookie: page.cookie },
+      body: new URLSearchParams({ nonce: page.nonce }),
+    });
+    expect(failed.status).toBe(500);
+    const [envelope] = await eventually(async () => (await received("sentry")).slice(before), (r) => r.length > 0);
+    const event = envelope!.body.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((i) => "exception" in i) as { request: { url: string } };
+    expect(event.request.url).toBe("https://soma.test/auth/link/[redacted]");
+
+    // Pasted into a chat: the trace (Langfuse) and the product and log sinks see no token either.
+    const cookie = await sessionCookie(person);
+    await chatAs(cookie, `I read Dune, see https://soma.test/auth/link/${token} and /api/webhooks/mail?token=${token}&x=1`);
+    const traced = await eventually(
+      async () => ((await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).json()) as Array<{ body: { userId?: string; input?: unknown } }>).filter((e) => e.body.userId === person.id),
+      (events) => events.length > 0,
+    );
+    expect(traced[0]!.body.input).toBe("I read Dune, see https://soma.test/auth/link/[redacted] and /api/webhooks/mail?token=[redacted]&x=1");
+
+    // The Worker's own log lines (Workers Logs) go through the same redaction.
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
+    try {
+      logJson("info", { url: `https://soma.test/auth/link/${token}`, callback: `/auth/google/callback?code=${token}&state=${token}`, route: "/auth/link/:token" });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(JSON.parse(lines[0]!)).toEqual({
+      level: "info",
+      url: "https://soma.test/auth/link/[redacted]",
+      callback: "/auth/google/callback?code=[redacted]&state=[redacted]",
+      route: "/auth/link/:token",
+    });
+
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const everything = [...(await received("posthog")), ...(await received("axiom")), ...(await received("sentry"))].map((r) => r.body).join("\n");
+    const langfuse = await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).text();
+    expect(everything).not.toContain(token);
+    expect(langfuse).not.toContain(token);
   });
 });

@@ -1,6 +1,7 @@
 // Guards turn traces: every model turn from Telegram is one Langfuse trace tagged bot + message (web:
 // web + chat) with the person, input, output and each tool call; commands are not model turns; no
-// secret or token ever appears in what is sent. Langfuse is a local stand-in.
+// secret or token ever appears in what is sent, even when a person types one (finding 9e). Langfuse is
+// a local stand-in.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
@@ -73,5 +74,17 @@ describe("Langfuse traces", () => {
     expect(latest(traces)).toEqual([expect.objectContaining({ tags: ["web", "chat"], input: "I visited Oslo", output: "Noted: Oslo (place). I'll remember it." })]);
     const payload = JSON.stringify(traces);
     expect(payload).not.toContain(cookie.split("=")[1]);
+  });
+
+  it("9e: Langfuse payloads go through the same scrubbing as the other sinks", async () => {
+    const person = await newPerson();
+    const cookie = await sessionCookie(person);
+    const googleToken = `ya29.a0Af${crypto.randomUUID().replaceAll("-", "")}`;
+    await chatAs(cookie, `I read Dune. My bot token is ${env.TELEGRAM_BOT_TOKEN}, my Gmail token ${googleToken}, the webhook secret ${env.TELEGRAM_WEBHOOK_SECRET}`);
+    const { traces, all } = await tracesOf(person.id, 1);
+    const [turn] = latest(traces);
+    expect(String(turn!.input)).toMatch(/^I read Dune\. My bot token is \[redacted\], my Gmail token \[redacted\], the webhook secret \[redacted\]$/);
+    const payload = JSON.stringify(all.map((e) => e.body));
+    for (const secret of [env.TELEGRAM_BOT_TOKEN, googleToken, env.TELEGRAM_WEBHOOK_SECRET]) expect(payload).not.toContain(secret);
   });
 });

@@ -5,6 +5,7 @@
 // tool results, message rewrites and regenerations are never taken from it.
 import { MessageType, parseProtocolMessage } from "agents/chat";
 import { z } from "zod";
+import { LONE_SURROGATE } from "../db/clean-text";
 
 /** Longest message a person may send through any door. */
 export const MAX_MESSAGE_CHARS = 8000;
@@ -19,7 +20,6 @@ export const TOO_LONG = `That message is longer than ${MAX_MESSAGE_CHARS.toLocal
 export const NO_REGENERATE = "I can't redo an answer; send your message again instead.";
 export const EMPTY_MESSAGE = "That message had no text for me to read.";
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 // C0 controls other than tab, line feed and carriage return: Postgres text refuses NUL, and none of
 // them carries meaning in a chat message.
 // eslint-disable-next-line no-control-regex

@@ -11,6 +11,7 @@ import {
   captureEntity,
   createReminder,
   entityNames,
+  nameKeyFits,
   recallEntities,
   recordSource,
   relateEntities,
@@ -65,7 +66,13 @@ export function memoryTools(context: ToolContext): ToolSet {
       description: "Save something the person told you about their life. Saving the same thing twice keeps one memory and merges details.",
       inputSchema: z.object({
         type: entityType,
-        name: z.string().trim().min(1).max(200).describe("The name or title, as the person said it"),
+        name: z
+          .string()
+          .trim()
+          .min(1)
+          .max(200)
+          .refine(nameKeyFits, "the name is too long")
+          .describe("The name or title, as the person said it"),
         properties: properties.optional().describe("Details worth keeping, e.g. {author: \"Frank Herbert\"}"),
       }),
       execute: async (input, { messages }) => {

@@ -11,6 +11,7 @@
 // The check reads the model's own input (the AI SDK hands each tool the messages of its step), so it
 // needs no state and sees exactly what the model saw.
 import type { ModelMessage } from "ai";
+import { cut } from "../db/clean-text";
 import { MAIL_SOURCE_KIND, MAX_MAIL_TEXT } from "../db/repositories/mail";
 import { normalizeName, type RecalledEntity } from "../db/repositories/memory";
 
@@ -40,7 +41,7 @@ export function fenceEmailDerived(results: RecalledEntity[]): RecalledMemory[] {
 
 function fence(text: string, max: number): string {
   let inner = text.replace(FENCE_TAG, "");
-  if (inner.length > max) inner = `${inner.slice(0, max - 1).replace(/[\ud800-\udbff]$/, "")}…`;
+  if (inner.length > max) inner = `${cut(inner, max - 1)}…`;
   return `${EMAIL_DATA_OPEN}${inner}${EMAIL_DATA_CLOSE}`;
 }
 

@@ -5,7 +5,8 @@
 // person's whole mail intake.
 import type { Tx } from "../database";
 import { events } from "../schema";
-import { captureEntity, claimSource, normalizeName } from "./memory";
+import { cut, LONE_SURROGATE } from "../clean-text";
+import { captureEntity, claimSource, nameKeyFits } from "./memory";
 
 /** The `sources.kind` of a Gmail message: what marks memory content as written by someone else. */
 export const MAIL_SOURCE_KIND = "gmail";
@@ -14,13 +15,7 @@ export const MAX_MAIL_TEXT = 200;
 /** RFC 5321's limit on an address. */
 const MAX_ADDRESS = 254;
 const MAX_SNIPPET = 300;
-/**
- * UTF-8 bytes the sender's normalized name may take: it is a key of entities' unique btree index,
- * whose entries Postgres caps at about 2.7 kB, and NFKC can turn one character into eighteen.
- */
-const MAX_NAME_KEY_BYTES = 1000;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 export interface EmailMetadata {
   messageId: string;
@@ -90,7 +85,7 @@ export function senderEntityName(from: { name: string | null; email: string }): 
   const name = storableText(from.name ?? from.email, MAX_MAIL_TEXT);
   let length = name.length;
   let fitted = name;
-  while (new TextEncoder().encode(normalizeName(fitted)).length > MAX_NAME_KEY_BYTES) {
+  while (!nameKeyFits(fitted)) {
     length = Math.floor(length * 0.75);
     fitted = `${cut(name, length)}…`;
   }
@@ -100,10 +95,4 @@ export function senderEntityName(from: { name: string | null; email: string }): 
 function storableText(value: string, max: number): string {
   const clean = value.replace(LONE_SURROGATE, "\ufffd").replace(CONTROL, " ").replace(/\s+/g, " ").trim();
   return clean.length <= max ? clean : `${cut(clean, max - 1)}…`;
-}
-
-/** The first `length` UTF-16 units, never ending in half a surrogate pair. */
-function cut(text: string, length: number): string {
-  const head = text.slice(0, length);
-  return /[\ud800-\udbff]$/.test(head) ? head.slice(0, -1) : head;
 }

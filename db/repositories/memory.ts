@@ -42,6 +42,15 @@ export interface RecalledEntity {
   source: { kind: string; externalId: string; excerpt: string | null; at: string } | null;
 }
 
+/** Longest name key (normalizeName, UTF-8) stored: well under the 2.7 kB a btree index entry may hold. */
+const MAX_NAME_KEY_BYTES = 1000;
+const UTF8 = new TextEncoder();
+
+/** Whether `name`'s key is short enough to index (some characters grow under NFKC: U+FDFA is 18 letters). */
+export function nameKeyFits(name: string): boolean {
+  return UTF8.encode(normalizeName(name)).length <= MAX_NAME_KEY_BYTES;
+}
+
 /** Lowercase, NFKC, single spaces, no surrounding quotes or punctuation: "“Dune”." and "dune" are one. */
 export function normalizeName(name: string): string {
   return name

@@ -79,6 +79,20 @@ describe("memory_capture", () => {
     expect(rows).toHaveLength(0);
   });
 
+  it("refuses a name whose key would not fit the index (it grows under NFKC) as the model's mistake, writing nothing", async () => {
+    const person = await newPerson();
+    const name = "\ufdfa".repeat(200); // 200 characters; 3,600 once normalized, past btree's 2.7 kB
+    const result = await generateText({
+      model: scriptedModel([capture("book", name), capture("book", "Dune"), { text: "ok" }]),
+      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "nfkc" } }),
+      stopWhen: isStepCount(3),
+      prompt: "x",
+    });
+    expect(result.steps[0]?.content.find((part) => part.type === "tool-error")).toMatchObject({ error: expect.stringMatching(/the name is too long/) });
+    const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select name from entities`))) as unknown as unknown[];
+    expect(rows).toEqual([{ name: "Dune" }]);
+  });
+
   it("normalizes names for the uniqueness key", () => {
     expect(normalizeName("  «The  Left Hand of Darkness»! ")).toBe("the left hand of darkness");
     expect(normalizeName("ＤＵＮＥ")).toBe("dune");

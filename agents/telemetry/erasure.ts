@@ -14,7 +14,7 @@ import { OAuth2Client } from "arctic";
 import { z } from "zod";
 import { withDeadline } from "../../db/deadline";
 import type { Database } from "../../db/database";
-import { getConnection } from "../../db/repositories/connections";
+import { openConnection } from "../../db/repositories/connections";
 import { TokenCipher } from "../../db/token-cipher";
 import type { Config } from "../config";
 import { GmailClient, revokeGoogleToken } from "../gmail/gmail-client";
@@ -90,14 +90,11 @@ function readSettings(config: Config, env: object) {
 }
 
 async function openGoogleGrant(config: Config, db: Database, userId: string): Promise<GoogleGrant | null> {
-  const connection = await db.withUser(userId, (tx) => getConnection(tx, "google"));
-  if (!connection?.accessTokenEnc) return null;
   if (!config.TOKEN_ENCRYPTION_KEY) throw new Error("TOKEN_ENCRYPTION_KEY is not set");
   const cipher = new TokenCipher(config.TOKEN_ENCRYPTION_KEY);
-  return {
-    accessToken: await cipher.decrypt(connection.accessTokenEnc),
-    refreshToken: connection.refreshTokenEnc ? await cipher.decrypt(connection.refreshTokenEnc) : null,
-  };
+  const opened = await db.withUser(userId, (tx) => openConnection(tx, userId, "google", cipher));
+  if (!opened?.tokens.accessToken) return null;
+  return { accessToken: opened.tokens.accessToken, refreshToken: opened.tokens.refreshToken };
 }
 
 /** Stops the mailbox's push notifications, then revokes the grant (which also ends its access tokens). */

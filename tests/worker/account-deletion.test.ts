@@ -8,7 +8,9 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../agents/config";
 import { WELCOME } from "../../agents/telegram-commands";
 import { prepareOutsideErasure } from "../../agents/telemetry/erasure";
+import { deletePerson } from "../../db/repositories/auth";
 import { saveConnection } from "../../db/repositories/connections";
+import { agentFor } from "../../worker/agent-routing";
 import { TokenCipher } from "../../db/token-cipher";
 import { DELETED_NOTICE } from "../../worker/telegram/inbox";
 import { botReplies, call, callWithEnv, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
@@ -64,8 +66,8 @@ async function personWithGmail() {
       provider: "google",
       accountEmail: `${sub}@gmail.example`,
       scope: "https://www.googleapis.com/auth/gmail.readonly",
-      accessTokenEnc: await cipher.encrypt(`ya29.access-${sub}`),
-      refreshTokenEnc: await cipher.encrypt(`1//refresh-${sub}`),
+      accessTokenEnc: await cipher.encrypt(`ya29.access-${sub}`, { userId: person.id, provider: "google", column: "access_token" }),
+      refreshTokenEnc: await cipher.encrypt(`1//refresh-${sub}`, { userId: person.id, provider: "google", column: "refresh_token" }),
       accessTokenExpiresAt: new Date(Date.now() + 3_000_000),
     }),
   );
@@ -95,6 +97,21 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     const [fresh] = await people(sql`telegram_user_id = ${chatId}`);
     expect(fresh).toBeDefined();
     expect(fresh).not.toBe(personId);
+  });
+
+  it("a sender another isolate still has cached reaches the erased agent, which refuses: the person is told, nothing is stored", async () => {
+    const chatId = newChatId();
+    await telegramMessage(chatId, "/start");
+    await waitForReplies(chatId, 1);
+    const [personId] = await people(sql`telegram_user_id = ${chatId}`);
+    // The deletion as another isolate runs it: the webhook's isolate keeps the sender cached.
+    await deletePerson(testDatabase(), personId!);
+    await (await agentFor(env, personId!)).eraseAll();
+
+    expect(await webhookReply(await telegramMessage(chatId, "I just finished reading Dune"))).toEqual({ method: "sendMessage", chat_id: chatId, text: DELETED_NOTICE });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await people(sql`telegram_user_id = ${chatId}`)).toEqual([]);
+    expect(await botReplies(chatId)).toEqual([WELCOME]);
   });
 
   it("Google sign-in for a just-deleted account is refused with a 403 that says why, and creates nobody", async () => {

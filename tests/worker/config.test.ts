@@ -1,6 +1,7 @@
 // Guards configuration at the edge (issue 12, findings 9b–9d): a malformed or missing value makes the
 // Worker refuse to serve with a JSON error naming the variable (never its value), and production never
-// runs its workflow endpoint unsigned.
+// runs its workflow endpoint unsigned. (Probed on /login: every route loads the config, and it needs no
+// database, so a busy test Postgres cannot turn a 200 into a 503.)
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { inngestSignature } from "../../agents/workflows/signature";
@@ -9,7 +10,7 @@ import { callWithEnv } from "./helpers";
 const PRODUCTION = { ENVIRONMENT: "production", SESSION_SECRET: "s".repeat(32) };
 
 async function configError(overrides: Record<string, unknown>): Promise<string> {
-  const response = await callWithEnv(overrides, "/api/health");
+  const response = await callWithEnv(overrides, "/login");
   expect(response.status).toBe(500);
   const body = (await response.json()) as { error: { code: string; message: string; requestId: string } };
   expect(body.error.code).toBe("config_invalid");
@@ -25,12 +26,12 @@ describe("finding 9: configuration is validated when it is loaded", () => {
       expect(message).toContain("TOKEN_ENCRYPTION_KEY must be 32 random bytes in base64");
       expect(message).not.toContain(key);
     }
-    expect((await callWithEnv({ TOKEN_ENCRYPTION_KEY: bytes(32) }, "/api/health")).status).toBe(200);
+    expect((await callWithEnv({ TOKEN_ENCRYPTION_KEY: bytes(32) }, "/login")).status).toBe(200);
   });
 
   it("9c: PUBSUB_PUSH_SERVICE_ACCOUNT is required whenever PUBSUB_PUSH_AUDIENCE is set", async () => {
     expect(await configError({ PUBSUB_PUSH_SERVICE_ACCOUNT: "" })).toContain("PUBSUB_PUSH_SERVICE_ACCOUNT is required when PUBSUB_PUSH_AUDIENCE is set");
-    expect((await callWithEnv({ PUBSUB_PUSH_AUDIENCE: "", PUBSUB_PUSH_SERVICE_ACCOUNT: "" }, "/api/health")).status).toBe(200);
+    expect((await callWithEnv({ PUBSUB_PUSH_AUDIENCE: "", PUBSUB_PUSH_SERVICE_ACCOUNT: "" }, "/login")).status).toBe(200);
   });
 
   it("9d: production requires INNGEST_SIGNING_KEY and ignores INNGEST_DEV", async () => {

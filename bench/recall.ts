@@ -2,15 +2,22 @@
 // person holding 1k, 10k and 100k entities among 10 people (the other nine hold 1k each). Each scale
 // runs ≥ 200 recalls of mixed kinds — typed lists, exact names, prefixes, misspellings, partial-word
 // queries — through the same path as the tool: local embedding + Database.withUser + recallEntities.
-// Prints p50/p95 per scale and kind, writes bench/results/recall.json and .md.
+// Two designs of the name and full-text GIN indexes are measured on the same data (BENCH_DESIGNS):
+//   global      (normalized_name gin_trgm_ops), (search): a scan returns every person's matches and
+//               the policy drops the others' rows after reading them
+//   per-person  (user_id, normalized_name gin_trgm_ops), (user_id, search) with btree_gin: the scan
+//               itself is limited to the person (migration 0006)
+// For each: p50/p95 per scale and kind, "found" (the entity asked for among the results; typed lists:
+// any result) and how many heap rows the statement read and then dropped (EXPLAIN ANALYZE: rows a
+// filter or recheck removed; a GIN scan's walk over other people's index entries is not counted). Writes bench/results/recall.json and .md.
 import { writeFileSync } from "node:fs";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { localEmbedder } from "../agents/model/embeddings";
 import { Database } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
-import { normalizeName, recallEntities } from "../db/repositories/memory";
-import { setupDatabase } from "../ops/db-setup";
+import { normalizeName, recallEntities, recallSql } from "../db/repositories/memory";
+import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { percentile, round } from "./support";
 
@@ -18,6 +25,19 @@ const SCALES = (process.env.BENCH_SCALES ?? "1000,10000,100000").split(",").map(
 const OTHER_PEOPLE = 9;
 const OTHERS_EACH = 1000;
 const QUERIES_PER_SCALE = Number(process.env.BENCH_QUERIES ?? 240);
+const DESIGNS = {
+  global: [
+    "create index entities_name_trgm on entities using gin (normalized_name gin_trgm_ops) with (fastupdate = off)",
+    "create index entities_search_gin on entities using gin (search) with (fastupdate = off)",
+  ],
+  "per-person": [
+    "create index entities_user_name_trgm on entities using gin (user_id, normalized_name gin_trgm_ops) with (fastupdate = off)",
+    "create index entities_user_search_gin on entities using gin (user_id, search) with (fastupdate = off)",
+  ],
+} as const;
+type Design = keyof typeof DESIGNS;
+const DESIGN_NAMES = (process.env.BENCH_DESIGNS ?? "global,per-person").split(",") as Design[];
+const INDEX_NAMES = ["entities_name_trgm", "entities_search_gin", "entities_user_name_trgm", "entities_user_search_gin"];
 const TYPES = ["book", "movie", "place", "person", "project", "note", "habit", "event"] as const;
 
 const A = "silent golden hidden broken distant crimson quiet northern endless wandering frozen burning hollow ancient electric gentle bitter secret final lost".split(" ");
@@ -45,33 +65,36 @@ async function load(db: Database, userId: string, from: number, to: number) {
 
 type Kind = "typed list" | "exact name" | "prefix" | "misspelling" | "partial words";
 
-function queries(size: number): Array<{ kind: Kind; query: string; type?: string; limit: number }> {
-  const out: Array<{ kind: Kind; query: string; type?: string; limit: number }> = [];
+type Query = { kind: Kind; query: string; type?: string; limit: number; expected: string };
+
+function queries(size: number): Query[] {
+  const out: Query[] = [];
   for (let q = 0; q < QUERIES_PER_SCALE; q++) {
     const i = (q * 7919) % size;
-    const name = nameFor(i);
+    const expected = nameFor(i);
     const kind = (["typed list", "exact name", "prefix", "misspelling", "partial words"] as const)[q % 5]!;
-    if (kind === "typed list") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s did I save?`, type: TYPES[q % TYPES.length], limit: 50 });
-    if (kind === "exact name") out.push({ kind, query: name, limit: 10 });
-    if (kind === "prefix") out.push({ kind, query: name.split(" ").slice(0, 3).join(" "), limit: 10 });
-    if (kind === "misspelling") out.push({ kind, query: name.replace(/([aeiou])/, "$1$1"), limit: 10 });
-    if (kind === "partial words") out.push({ kind, query: `${name.split(" ")[2]} ${name.split(" ").at(-1)}`, limit: 10 });
+    if (kind === "typed list") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s did I save?`, type: TYPES[q % TYPES.length], limit: 50, expected });
+    if (kind === "exact name") out.push({ kind, query: expected, limit: 10, expected });
+    if (kind === "prefix") out.push({ kind, query: expected.split(" ").slice(0, 3).join(" "), limit: 10, expected });
+    if (kind === "misspelling") out.push({ kind, query: expected.replace(/([aeiou])/, "$1$1"), limit: 10, expected });
+    if (kind === "partial words") out.push({ kind, query: `${expected.split(" ")[2]} ${expected.split(" ").at(-1)}`, limit: 10, expected });
   }
   return out;
 }
 
-
 async function main() {
   const pg = await startEmbeddedPostgres();
-  await setupDatabase(pg.url);
-  const db = new Database(pg.url, { max: 4 });
+  // Recall runs as the Worker does: its login role, SET LOCAL ROLE soma_app, row-level security.
+  const worker = { role: "soma_worker", password: "bench-worker-password" };
+  await setupDatabase(pg.url, () => {}, { worker });
+  const db = new Database(workerDatabaseUrl(pg.url, worker), { max: 4 });
   const target = await createPerson(db, { displayName: "bench-target" });
   for (let p = 0; p < OTHER_PEOPLE; p++) {
     const other = await createPerson(db, { displayName: `bench-other-${p}` });
     await load(db, other.id, 0, OTHERS_EACH);
   }
 
-  const results: Array<{ scale: number; kind: string; n: number; p50: number; p95: number; hitRate: number }> = [];
+  const results: Array<{ design: Design; scale: number; kind: string; n: number; p50: number; p95: number; found: number; othersRead: number }> = [];
   let loaded = 0;
   const owner = postgres(pg.url, { max: 1, onnotice: () => {} });
   for (const scale of SCALES) {
@@ -83,23 +106,47 @@ async function main() {
     loaded = scale;
     console.error(`loaded ${scale} entities for the target person in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const all = queries(scale);
-    for (const q of all.slice(0, 10)) await run(q); // warm-up
-    const timings = new Map<string, { ms: number[]; hits: number }>();
-    for (const q of all) {
-      const t0 = performance.now();
-      const found = await run(q);
-      const ms = performance.now() - t0;
-      const expected = q.kind === "typed list" ? found.length > 0 : found.some((f) => normalizeName(f).startsWith(normalizeName(q.query).split(" ").slice(0, 2).join(" ")) || q.kind === "misspelling" || q.kind === "partial words");
-      for (const key of [q.kind, "all"]) {
-        const entry = timings.get(key) ?? { ms: [], hits: 0 };
-        entry.ms.push(ms);
-        if (expected && found.length > 0) entry.hits++;
-        timings.set(key, entry);
+    for (const design of DESIGN_NAMES) {
+      await owner.unsafe(INDEX_NAMES.map((name) => `drop index if exists ${name}`).join("; "));
+      await owner.unsafe(`set maintenance_work_mem = '1GB'; ${DESIGNS[design].join("; ")}; analyze entities`);
+      for (const q of all.slice(0, 10)) await run(q); // warm-up
+      const timings = new Map<string, { ms: number[]; found: number; othersRead: number[] }>();
+      for (const [n, q] of all.entries()) {
+        const t0 = performance.now();
+        const names = await run(q);
+        const ms = performance.now() - t0;
+        const found = q.kind === "typed list" ? names.length > 0 : names.includes(q.expected);
+        // Every fifth query again under EXPLAIN ANALYZE: heap rows read and then dropped.
+        const othersRead = n % 5 === 0 ? await rowsDropped(q) : undefined;
+        for (const key of [q.kind, "all"]) {
+          const entry = timings.get(key) ?? { ms: [], found: 0, othersRead: [] };
+          entry.ms.push(ms);
+          if (found) entry.found++;
+          if (othersRead !== undefined) entry.othersRead.push(othersRead);
+          timings.set(key, entry);
+        }
       }
+      for (const [kind, { ms, found, othersRead }] of timings) {
+        const meanOthers = othersRead.length ? othersRead.reduce((a, b) => a + b, 0) / othersRead.length : 0;
+        results.push({ design, scale, kind, n: ms.length, p50: round(percentile(ms, 50), 2), p95: round(percentile(ms, 95), 2), found: round(found / ms.length, 3), othersRead: round(meanOthers, 1) });
+      }
+      console.error(`measured ${design} at ${scale}`);
     }
-    for (const [kind, { ms, hits }] of timings) {
-      results.push({ scale, kind, n: ms.length, p50: round(percentile(ms, 50), 2), p95: round(percentile(ms, 95), 2), hitRate: round(hits / ms.length, 2) });
-    }
+  }
+
+  /** Rows the recall statement's scans of entities read and then removed (policy filter or recheck). */
+  async function rowsDropped(q: { query: string; type?: string; limit: number }): Promise<number> {
+    const [embedding] = await localEmbedder.embed([q.query]);
+    const statement = recallSql(target.id, { query: q.query, ...(q.type ? { type: q.type } : {}), limit: q.limit, embedding: embedding! });
+    const rows = (await db.withUser(target.id, (tx) => tx.execute(sql`explain (analyze, format json) ${statement}`))) as unknown as Array<{ "QUERY PLAN": unknown }>;
+    let dropped = 0;
+    const visit = (node: Record<string, unknown>) => {
+      if (node["Relation Name"] === "entities") dropped += Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
+      for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
+    };
+    const plan = rows[0]!["QUERY PLAN"];
+    visit(((typeof plan === "string" ? JSON.parse(plan) : plan) as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan);
+    return dropped;
   }
 
   async function run(q: { query: string; type?: string; limit: number }) {
@@ -109,9 +156,9 @@ async function main() {
   }
 
   const lines = [
-    "| entities (target person) | query kind | n | p50 ms | p95 ms | answered |",
-    "|---:|---|---:|---:|---:|---:|",
-    ...results.map((r) => `| ${r.scale.toLocaleString("en")} | ${r.kind} | ${r.n} | ${r.p50} | ${r.p95} | ${Math.round(r.hitRate * 100)}% |`),
+    "| GIN design | entities (target person) | query kind | n | p50 ms | p95 ms | found | rows read then dropped |",
+    "|---|---:|---|---:|---:|---:|---:|---:|",
+    ...results.map((r) => `| ${r.design} | ${r.scale.toLocaleString("en")} | ${r.kind} | ${r.n} | ${r.p50} | ${r.p95} | ${(r.found * 100).toFixed(1)}% | ${r.othersRead} |`),
   ];
   const table = lines.join("\n");
   console.log(table);

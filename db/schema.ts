@@ -177,8 +177,10 @@ export const entities = pgTable(
     // fastupdate off: GIN's pending list makes every search scan all recent inserts until a vacuum
     // merges them (11 ms of a 19 ms recall at 100k on the embedded Postgres, which has no autovacuum).
     // Memory is written a few rows per turn and searched every turn: pay at insert time.
-    index("entities_name_trgm").using("gin", t.normalizedName.op("gin_trgm_ops")).with({ fastupdate: false }),
-    index("entities_search_gin").using("gin", t.search).with({ fastupdate: false }),
+    // user_id first (btree_gin): a name or word scan stays inside one person's rows instead of reading
+    // everyone's matches and leaving the policy to drop them (a timing side channel; bench/recall.ts).
+    index("entities_user_name_trgm").using("gin", t.userId, t.normalizedName.op("gin_trgm_ops")).with({ fastupdate: false }),
+    index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
   ],
 );
 

@@ -1,6 +1,7 @@
 // The embedded Postgres of `npm start` and of the test suites: PGlite (real Postgres compiled to WASM)
-// with vector, pg_trgm and uuid-ossp, served over the Postgres wire protocol on loopback.
+// with vector, pg_trgm, uuid-ossp and btree_gin, served over the Postgres wire protocol on loopback.
 import { PGlite } from "@electric-sql/pglite";
+import { btree_gin } from "@electric-sql/pglite/contrib/btree_gin";
 import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { uuid_ossp } from "@electric-sql/pglite/contrib/uuid_ossp";
 import { vector } from "@electric-sql/pglite-pgvector";
@@ -24,7 +25,7 @@ export interface EmbeddedPostgresOptions {
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgres> {
   const db = await PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    extensions: { vector, pg_trgm, uuid_ossp },
+    extensions: { vector, pg_trgm, uuid_ossp, btree_gin },
   });
   // PGlite is one session; the socket server multiplexes clients onto it, keeping each transaction on
   // the connection that opened it. The default of one connection breaks any pooled client, and every

@@ -1,8 +1,9 @@
-// `npm run secrets:check [-- --env-file F]`: the 24 secret names of .env.example, looked up in the
-// environment and F; prints `filled N/24` and the missing names — never a value. Exit 0 only at 24/24.
+// `npm run secrets:check [-- --env-file F]`: the 25 secret names of .env.example, looked up in the
+// environment and F; prints `filled N/25` and the missing names — never a value. Exit 0 only at 25/25.
 // `npm run secrets:push -- --env-file F`: copies them to the Worker's secrets with `wrangler secret
 // bulk` (values go through wrangler's stdin, never the command line or the terminal). Only what the
-// Worker reads is pushed: DATABASE_URL stays with Hyperdrive, CLOUDFLARE_* are deploy credentials.
+// Worker reads is pushed: DATABASE_URL and DATABASE_WORKER_PASSWORD stay with db:setup and Hyperdrive,
+// CLOUDFLARE_* are deploy credentials.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { CONFIG_KEYS } from "../agents/config";

@@ -8,16 +8,25 @@
 --    LEAKPROOF (they cannot reveal rows the policy hides). The full-text match (@@) and trigram
 --    similarity (%) are not marked so, which rules out their GIN indexes for every non-owner role:
 --    each recall read all of the person's rows (700 ms at 100k). Both functions are total — no
---    error, no side effect, whatever the input — so marking them leakproof is sound.
+--    error, no side effect, whatever the input — so marking them leakproof is sound. The GIN indexes
+--    lead with user_id (btree_gin), so a scan never reaches another person's rows (migration 0006).
 --
--- Both need a superuser or the functions' owner. Managed databases may refuse: then this step is
--- skipped with a notice, and recall stays correct, only slower at scale.
-do $$
+-- Costs need the functions' owner, LEAKPROOF a superuser; managed databases may refuse either. Each
+-- statement therefore stands alone: one that is not allowed is skipped with a notice and the others
+-- still apply. Recall stays correct without them, only slower at scale.
+create or replace function pg_temp.tune_recall_function(statement text) returns void
+  language plpgsql
+  as $$
 begin
-  alter function cosine_distance(vector, vector) cost 500;
-  alter function similarity(text, text) cost 200;
-  alter function similarity_op(text, text) cost 200 leakproof;
-  alter function ts_match_vq(tsvector, tsquery) leakproof;
+  execute statement;
 exception when insufficient_privilege then
-  raise notice 'not allowed to tune recall function costs and leakproofness; recall plans keep the defaults';
+  raise notice 'skipped (%): %', sqlerrm, statement;
 end $$;
+
+select pg_temp.tune_recall_function(statement) from (values
+  ('alter function cosine_distance(vector, vector) cost 500'),
+  ('alter function similarity(text, text) cost 200'),
+  ('alter function similarity_op(text, text) cost 200'),
+  ('alter function similarity_op(text, text) leakproof'),
+  ('alter function ts_match_vq(tsvector, tsquery) leakproof')
+) as tuning(statement);

@@ -197,6 +197,58 @@ describe("finding 6: the Worker connects as a login role that holds nothing of i
   }, !realPostgresInstalled);
 });
 
+describe("finding 7: planner tuning applies statement by statement", () => {
+  const tuning = (owner: postgres.Sql) => owner`
+    select p.proname as name, p.procost::int as cost, p.proleakproof as leakproof from pg_proc p
+    where (p.proname, pg_get_function_identity_arguments(p.oid)) in
+      (('cosine_distance', 'vector, vector'), ('similarity', 'text, text'), ('similarity_op', 'text, text'), ('ts_match_vq', 'tsvector, tsquery'))
+    order by 1`;
+
+  it("with a superuser (the embedded Postgres) every statement applies", async () => {
+    expect(await tuning(sql)).toEqual([
+      { name: "cosine_distance", cost: 500, leakproof: false },
+      { name: "similarity", cost: 200, leakproof: false },
+      { name: "similarity_op", cost: 200, leakproof: true },
+      { name: "ts_match_vq", cost: 1, leakproof: true },
+    ]);
+  });
+
+  it.skipIf(!realPostgresInstalled)("without one (PostgreSQL 15) the costs still apply and LEAKPROOF is skipped with a notice", async () => {
+    const server = await startRealPostgres();
+    const notices: string[] = [];
+    const owner = postgres(server.as("soma_planner", "planner-password"), { max: 1, onnotice: (n) => notices.push(String(n.message)) });
+    try {
+      // A managed database's setup role: owns the functions it tunes, is no superuser. No pgvector
+      // here, so a stand-in cosine_distance(vector, vector) carries the cost statement.
+      const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+      await admin.unsafe(`
+        create role soma_planner login password 'planner-password';
+        create extension pg_trgm;
+        create domain vector as float8[];
+        create function cosine_distance(vector, vector) returns float8 language sql immutable as 'select 0::float8';
+        alter function cosine_distance(vector, vector) owner to soma_planner;
+        alter function similarity(text, text) owner to soma_planner;
+        alter function similarity_op(text, text) owner to soma_planner;`).simple();
+      await admin.end();
+
+      await applySqlScript(owner, "0400_planner.sql");
+      expect(await tuning(owner)).toEqual([
+        { name: "cosine_distance", cost: 500, leakproof: false },
+        { name: "similarity", cost: 200, leakproof: false },
+        { name: "similarity_op", cost: 200, leakproof: false },
+        { name: "ts_match_vq", cost: 1, leakproof: false },
+      ]);
+      expect(notices.filter((n) => /^skipped/.test(n))).toEqual([
+        expect.stringMatching(/similarity_op\(text, text\) leakproof/),
+        expect.stringMatching(/ts_match_vq\(tsvector, tsquery\) leakproof/),
+      ]);
+    } finally {
+      await owner.end({ timeout: 1 });
+      server.stop();
+    }
+  });
+});
+
 /**
  * The tables 0100_roles.sql and 0200_rls.sql name, with the columns they use: the migrations need
  * pgvector, which this server lacks. A table newly granted there needs a line here.

@@ -243,24 +243,24 @@ describe("npm run secrets:check / secrets:push", () => {
     return path;
   };
 
-  it("counts the 24 names of .env.example and names the missing ones, never a value", () => {
-    expect(secretNames()).toHaveLength(24);
+  it("counts the 25 names of .env.example and names the missing ones, never a value", () => {
+    expect(secretNames()).toHaveLength(25);
     const all = envFile(secretNames());
     const lines: string[] = [];
-    expect(checkSecrets({}, all, (l) => lines.push(l))).toMatchObject({ filled: 24, total: 24, missing: [] });
-    expect(lines).toEqual(["filled 24/24"]);
+    expect(checkSecrets({}, all, (l) => lines.push(l))).toMatchObject({ filled: 25, total: 25, missing: [] });
+    expect(lines).toEqual(["filled 25/25"]);
 
     const partial = envFile(secretNames().filter((n) => !["SENTRY_DSN", "AXIOM_TOKEN"].includes(n)));
     const more: string[] = [];
     expect(checkSecrets({ AXIOM_TOKEN: "from-env" }, partial, (l) => more.push(l)).missing).toEqual(["SENTRY_DSN"]);
-    expect(more).toEqual(["filled 23/24", "missing: SENTRY_DSN"]);
+    expect(more).toEqual(["filled 24/25", "missing: SENTRY_DSN"]);
     for (const value of Object.values(values)) expect([...lines, ...more].join("\n")).not.toContain(value);
   });
 
-  it("exits 0 only at 24/24 (the command itself)", () => {
+  it("exits 0 only at 25/25 (the command itself)", () => {
     const run = (file: string) => spawnSync("node_modules/.bin/tsx", ["ops/secrets.ts", "check", "--env-file", file], { encoding: "utf8", env: { PATH: process.env.PATH } });
     const full = run(envFile(secretNames()));
-    expect([full.status, full.stdout.trim()]).toEqual([0, "filled 24/24"]);
+    expect([full.status, full.stdout.trim()]).toEqual([0, "filled 25/25"]);
     const short = run(envFile(secretNames().slice(1)));
     expect(short.status).toBe(1);
     expect(short.stdout).toContain("missing: APP_BASE_URL");

@@ -225,6 +225,14 @@ describe("the database's own guarantees", () => {
     expect(owned).toHaveLength(0);
   });
 
+  it("finding 7: the name and word indexes lead with user_id, so a scan never leaves the person's rows", async () => {
+    const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'entities'`;
+    const defs = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef as string]));
+    expect(defs.entities_user_name_trgm).toMatch(/USING gin \(user_id, normalized_name gin_trgm_ops\)/);
+    expect(defs.entities_user_search_gin).toMatch(/USING gin \(user_id, search\)/);
+    expect(Object.values(defs).filter((def) => /USING gin/.test(def) && !/USING gin \(user_id,/.test(def))).toEqual([]);
+  });
+
   it("has the vector, pg_trgm and uuid-ossp extensions", async () => {
     const rows = await owner`select extname from pg_extension where extname in ('vector', 'pg_trgm', 'uuid-ossp') order by 1`;
     expect(rows.map((r) => r.extname)).toEqual(["pg_trgm", "uuid-ossp", "vector"]);
@@ -235,8 +243,8 @@ describe("the database's own guarantees", () => {
     const defs = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef as string]));
     expect(defs.entities_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(defs.facts_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
-    expect(defs.entities_name_trgm).toMatch(/USING gin \(normalized_name gin_trgm_ops\)/);
-    expect(defs.entities_search_gin).toMatch(/USING gin \(search\)/);
+    expect(defs.entities_name_trgm).toBeUndefined();
+    expect(defs.entities_search_gin).toBeUndefined();
     expect(defs.entities_user_type_idx).toMatch(/\(user_id, type, updated_at\)/);
     expect(defs.entities_user_status_idx).toMatch(/\(user_id, status\)/);
   });

@@ -73,6 +73,15 @@ const ConfigFields = z.object({
   SENTRY_DSN: optional,
   POSTHOG_API_KEY: optional,
   POSTHOG_HOST: z.url().optional(),
+  // Account deletion asks the outside services to delete their copies (agents/telemetry/erasure.ts).
+  /** Google's token revocation endpoint; default: "revoke" beside GOOGLE_TOKEN_URL. */
+  GOOGLE_REVOKE_URL: z.url().optional(),
+  /** A PostHog personal API key with person:write (the project key cannot delete people). */
+  POSTHOG_PERSONAL_API_KEY: optional,
+  /** The PostHog project whose person is deleted. */
+  POSTHOG_PROJECT_ID: z.string().trim().regex(/^\w+$/, "must be a PostHog project id").optional(),
+  /** PostHog's private API host; default: POSTHOG_HOST without its ".i." ingestion label. */
+  POSTHOG_APP_HOST: z.url().optional(),
   AXIOM_TOKEN: optional,
   AXIOM_DATASET: optional,
   /** Axiom's API (an EU edge, or a test stand-in). */

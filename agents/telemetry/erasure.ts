@@ -3,13 +3,8 @@
 // their PostHog person with its events. Each call is best effort with a deadline: it runs after the
 // rows and the agent are gone (DELETE /api/account hands it to waitUntil), so a slow or failing
 // service never keeps anything of the person in Postgres. What each service said is logged once.
-//
-// Settings read here from the Worker's env, until agents/config.ts carries them:
-//   GOOGLE_REVOKE_URL         Google's revocation endpoint; default: "revoke" beside GOOGLE_TOKEN_URL
-//                             (https://oauth2.googleapis.com/revoke in production)
-//   POSTHOG_PERSONAL_API_KEY  a personal API key with person:write (the project key cannot delete)
-//   POSTHOG_PROJECT_ID        the project whose person is deleted
-//   POSTHOG_APP_HOST          PostHog's private API; default: POSTHOG_HOST without its ".i." ingestion label
+// Settings (agents/config.ts): GOOGLE_REVOKE_URL, POSTHOG_PERSONAL_API_KEY, POSTHOG_PROJECT_ID,
+// POSTHOG_APP_HOST.
 import { OAuth2Client } from "arctic";
 import { z } from "zod";
 import { withDeadline } from "../../db/deadline";
@@ -28,13 +23,6 @@ const CALL_DEADLINE_MS = 5_000;
 /** Langfuse trace ids listed per page, and pages at most (a person with more is logged as partial). */
 const LANGFUSE_PAGE = 100;
 const LANGFUSE_MAX_PAGES = 20;
-
-const ErasureSettings = z.object({
-  GOOGLE_REVOKE_URL: z.url().optional(),
-  POSTHOG_PERSONAL_API_KEY: z.string().trim().min(1).optional(),
-  POSTHOG_PROJECT_ID: z.string().trim().regex(/^\w+$/).optional(),
-  POSTHOG_APP_HOST: z.url().optional(),
-});
 
 /** What one service said: done, nothing to do, or why not. */
 export type ErasureOutcome = string;
@@ -56,11 +44,10 @@ interface GoogleGrant {
  */
 export async function prepareOutsideErasure(
   config: Config,
-  env: object,
   db: Database,
   userId: string,
 ): Promise<(deadlineMs?: number) => Promise<ErasureReport>> {
-  const settings = readSettings(config, env);
+  const settings = readSettings(config);
   const grant = await openGoogleGrant(config, db, userId).catch((error: unknown) => `unreadable: ${describeError(error)}`);
   return async (deadlineMs = ERASURE_DEADLINE_MS) => {
     const settle = (what: string, work: (signal: AbortSignal) => Promise<ErasureOutcome>) =>
@@ -77,15 +64,11 @@ export async function prepareOutsideErasure(
   };
 }
 
-function readSettings(config: Config, env: object) {
-  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string" && value.trim() !== ""));
-  const parsed = ErasureSettings.safeParse(present);
-  // A malformed setting disables only what it configures; the deletion itself never depends on it.
-  const settings = parsed.success ? parsed.data : {};
-  const { POSTHOG_PERSONAL_API_KEY: key, POSTHOG_PROJECT_ID: project } = settings;
+function readSettings(config: Config) {
+  const { POSTHOG_PERSONAL_API_KEY: key, POSTHOG_PROJECT_ID: project } = config;
   return {
-    revokeUrl: settings.GOOGLE_REVOKE_URL ?? new URL("revoke", config.GOOGLE_TOKEN_URL).toString(),
-    posthog: key && project ? { key, project, host: settings.POSTHOG_APP_HOST ?? (config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(".i.posthog.com", ".posthog.com") } : null,
+    revokeUrl: config.GOOGLE_REVOKE_URL ?? new URL("revoke", config.GOOGLE_TOKEN_URL).toString(),
+    posthog: key && project ? { key, project, host: config.POSTHOG_APP_HOST ?? (config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(".i.posthog.com", ".posthog.com") } : null,
   };
 }
 

@@ -171,7 +171,7 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     const hang = { target: "google-revoke", match: encodeURIComponent(`1//refresh-${sub}`) };
     await fetch(`${env.STAND_IN_URL}/__hang`, { method: "POST", body: JSON.stringify(hang) });
     try {
-      const erase = await prepareOutsideErasure(loadConfig(env), env, testDatabase(), person.id);
+      const erase = await prepareOutsideErasure(loadConfig(env), testDatabase(), person.id);
       const started = Date.now();
       const report = await erase(500);
       expect(Date.now() - started).toBeLessThan(3_000);

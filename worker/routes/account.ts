@@ -46,7 +46,7 @@ export const account = new Hono<AppEnv>()
   })
   .delete("/account", requireSession("reject"), requireSameOrigin, async (c) => {
     const userId = c.var.person.id;
-    const eraseOutside = await prepareOutsideErasure(c.var.config, c.env, c.var.db, userId);
+    const eraseOutside = await prepareOutsideErasure(c.var.config, c.var.db, userId);
     await deletePerson(c.var.db, userId);
     await endSession(c);
     forgetSender(userId);

@@ -143,7 +143,8 @@ export const oauthConnections = pgTable(
   },
   (t) => [
     uniqueIndex("oauth_connections_user_provider_uq").on(t.userId, t.provider),
-    index("oauth_connections_account_email_idx").on(t.accountEmail),
+    // A mailbox has one owner: its mail pushes are routed to them. Enforced here, not only checked.
+    uniqueIndex("oauth_connections_provider_account_email_uq").on(t.provider, sql`lower(${t.accountEmail})`),
   ],
 );
 

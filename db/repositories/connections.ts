@@ -23,7 +23,7 @@ export interface SealedConnection {
  */
 export async function saveConnection(tx: Tx, userId: string, connection: SealedConnection): Promise<void> {
   const sameAccount = sql`lower(excluded.account_email) is not distinct from lower(${oauthConnections.accountEmail})`;
-  await tx
+  const write = tx
     .insert(oauthConnections)
     .values({ userId, ...connection })
     .onConflictDoUpdate({
@@ -39,6 +39,26 @@ export async function saveConnection(tx: Tx, userId: string, connection: SealedC
         watchExpiresAt: sql`case when ${sameAccount} then ${oauthConnections.watchExpiresAt} end`,
       },
     });
+  await guardMailboxOwner(write, connection.accountEmail);
+}
+
+/** The mailbox is connected to another person's account (a mailbox has one owner). */
+export class MailboxTakenError extends Error {
+  constructor(readonly email: string) {
+    super(`${email} is already connected to another Soma account`);
+    this.name = "MailboxTakenError";
+  }
+}
+
+/** Turns the one-owner index's refusal (two people connecting one mailbox at once) into MailboxTakenError. */
+async function guardMailboxOwner(write: Promise<unknown>, email: string | null): Promise<void> {
+  try {
+    await write;
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; constraint_name?: string } }).cause ?? (error as { code?: string; constraint_name?: string });
+    if (email && cause.code === "23505" && cause.constraint_name === "oauth_connections_provider_account_email_uq") throw new MailboxTakenError(email);
+    throw error;
+  }
 }
 
 export interface Connection {
@@ -148,21 +168,6 @@ export async function mailboxOwner(tx: Tx, emailAddress: string): Promise<string
   return row?.userId ?? null;
 }
 
-/** True when someone other than `userId` has connected this mailbox (a mailbox has one owner). */
-export async function mailboxConnectedByAnother(tx: Tx, emailAddress: string, userId: string): Promise<boolean> {
-  const [row] = await tx
-    .select({ userId: oauthConnections.userId })
-    .from(oauthConnections)
-    .where(
-      and(
-        eq(oauthConnections.provider, "google"),
-        sql`lower(${oauthConnections.accountEmail}) = lower(${emailAddress})`,
-        ne(oauthConnections.userId, userId),
-      ),
-    )
-    .limit(1);
-  return row !== undefined;
-}
 
 /** People whose Gmail watch is missing or expires before `before` (null: all), optionally only these mailboxes. */
 export async function watchesExpiringBefore(tx: Tx, before: Date | null, accounts?: string[]): Promise<string[]> {

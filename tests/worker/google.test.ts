@@ -180,4 +180,15 @@ describe("finding 9g: a mailbox belongs to one person", () => {
     // The owner reconnecting their own mailbox is still fine.
     expect((await connectGmailAs(await sessionCookie(owner), sub)).headers.get("location")).toBe("/app/settings");
   });
+
+  it("9g: two people connecting one mailbox at the same moment: one gets it, the other 409, one row", async () => {
+    const sub = crypto.randomUUID();
+    await fetch(`${env.STAND_IN_URL}/__gmail/mailbox`, { method: "POST", body: JSON.stringify({ sub, historyId: 7 }) });
+    const people = await Promise.all(Array.from({ length: 4 }, (_, i) => newPerson(`racer-${i}`)));
+    const cookies = await Promise.all(people.map((p) => sessionCookie(p)));
+    const statuses = (await Promise.all(cookies.map((cookie) => connectGmailAs(cookie, sub)))).map((r) => r.status).sort();
+    expect(statuses).toEqual([303, 409, 409, 409]);
+    const rows = await Promise.all(people.map((p) => connectionRow(p.id)));
+    expect(rows.filter(Boolean)).toHaveLength(1);
+  });
 });

@@ -227,7 +227,7 @@ describe("the database's own guarantees", () => {
 
   it("finding 7: the name and word indexes lead with user_id, so a scan never leaves the person's rows", async () => {
     const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'entities'`;
-    const defs = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef as string]));
+    const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));
     expect(defs.entities_user_name_trgm).toMatch(/USING gin \(user_id, normalized_name gin_trgm_ops\)/);
     expect(defs.entities_user_search_gin).toMatch(/USING gin \(user_id, search\)/);
     expect(Object.values(defs).filter((def) => /USING gin/.test(def) && !/USING gin \(user_id,/.test(def))).toEqual([]);
@@ -240,7 +240,7 @@ describe("the database's own guarantees", () => {
 
   it("has the recall indexes", async () => {
     const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public'`;
-    const defs = Object.fromEntries(rows.map((r) => [r.indexname, r.indexdef as string]));
+    const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));
     expect(defs.entities_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(defs.facts_embedding_hnsw).toMatch(/USING hnsw \(embedding vector_cosine_ops\)/);
     expect(defs.entities_name_trgm).toBeUndefined();

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { logJson } from "../../agents/log";
 import { renewWatches } from "../../agents/workflows/functions/mail-watch-renew";
 import { ensureGooglePerson } from "../../db/repositories/auth";
-import { mailboxConnectedByAnother, saveConnection } from "../../db/repositories/connections";
+import { MailboxTakenError, saveConnection } from "../../db/repositories/connections";
 import { TokenCipher, type TokenSlot } from "../../db/token-cipher";
 import { refuseSignIn } from "../auth/refusal";
 import { secretsEqual } from "../auth/secrets";
@@ -84,26 +84,28 @@ export const google = new Hono<AppEnv>()
     const key = c.var.config.TOKEN_ENCRYPTION_KEY;
     if (!key) throw new ApiError("config_invalid", "TOKEN_ENCRYPTION_KEY is not set.");
     const email = claims.email ?? null;
-    // A mailbox has one owner: its mail pushes are routed to them (mailboxOwner). Connecting it a second
-    // time from another account is refused, and nothing of the owner's connection is touched.
-    if (email && (await c.var.db.withSystem((tx) => mailboxConnectedByAnother(tx, email, person.id)))) {
-      return refuseSignIn(c, "conflict", `${email} is already connected to another Soma account. Disconnect it there first, or connect a different mailbox.`, {
+    const cipher = new TokenCipher(key);
+    const slot = (column: TokenSlot["column"]) => ({ userId: person.id, provider: "google", column }) as const;
+    try {
+      await c.var.db.withUser(person.id, async (tx) =>
+        saveConnection(tx, person.id, {
+          provider: "google",
+          accountEmail: email,
+          scope: tokens.hasScopes() ? tokens.scopes().join(" ") : GMAIL_SCOPE,
+          accessTokenEnc: await cipher.encrypt(tokens.accessToken(), slot("access_token")),
+          refreshTokenEnc: tokens.hasRefreshToken() ? await cipher.encrypt(tokens.refreshToken(), slot("refresh_token")) : null,
+          accessTokenExpiresAt: tokens.accessTokenExpiresAt(),
+        }),
+      );
+    } catch (error) {
+      // A mailbox has one owner: its mail pushes are routed to them (mailboxOwner). Connecting it a second
+      // time from another account is refused by a unique index, and nothing of the owner's connection changes.
+      if (!(error instanceof MailboxTakenError)) throw error;
+      return refuseSignIn(c, "conflict", `${error.email} is already connected to another Soma account. Disconnect it there first, or connect a different mailbox.`, {
         href: "/app/settings",
         label: "Back to settings",
       });
     }
-    const cipher = new TokenCipher(key);
-    const slot = (column: TokenSlot["column"]) => ({ userId: person.id, provider: "google", column }) as const;
-    await c.var.db.withUser(person.id, async (tx) =>
-      saveConnection(tx, person.id, {
-        provider: "google",
-        accountEmail: email,
-        scope: tokens.hasScopes() ? tokens.scopes().join(" ") : GMAIL_SCOPE,
-        accessTokenEnc: await cipher.encrypt(tokens.accessToken(), slot("access_token")),
-        refreshTokenEnc: tokens.hasRefreshToken() ? await cipher.encrypt(tokens.refreshToken(), slot("refresh_token")) : null,
-        accessTokenExpiresAt: tokens.accessTokenExpiresAt(),
-      }),
-    );
     // Start the mailbox's push notifications now rather than at the next daily renewal.
     if (c.var.config.GMAIL_PUBSUB_TOPIC) {
       c.executionCtx.waitUntil(

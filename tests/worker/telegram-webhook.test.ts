@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { TEXT_ONLY } from "../../agents/user-agent";
 import { HELP, WELCOME } from "../../agents/telegram-commands";
-import { botCalls, call, newChatId, testDatabase, waitForReplies } from "./helpers";
+import { botCalls, call, newChatId, openLoginLink, testDatabase, waitForReplies } from "./helpers";
 
 let nextUpdate = Math.floor(Math.random() * 1e9);
 
@@ -142,9 +142,9 @@ describe("one person, two doors", () => {
     const replies = await waitForReplies(chatId, 2);
     const link = new URL(/https:\/\/\S+/.exec(replies[1]!)![0]);
 
-    const signIn = await call(link.pathname, { method: "POST", headers: { origin: "https://soma.test" }, redirect: "manual" });
+    const signIn = await openLoginLink(link.pathname.split("/").at(-1)!);
     expect(signIn.status).toBe(303);
-    const cookie = (signIn.headers.get("set-cookie") ?? "").split(";")[0]!;
+    const cookie = signIn.headers.getSetCookie().find((c) => c.startsWith("soma_session="))!.split(";")[0]!;
 
     const transcript = await call("/api/agent/get-messages", { headers: { cookie } });
     expect(transcript.status).toBe(200);

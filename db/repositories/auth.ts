@@ -76,6 +76,20 @@ export function createLoginToken(db: Database, userId: string, ttlSeconds: numbe
   });
 }
 
+/** Whose a login token is (their display name), without spending it; null if unknown, expired or used. */
+export async function peekLoginToken(db: Database, token: string): Promise<{ displayName: string } | null> {
+  const tokenHash = await hashToken(token);
+  return db.withAuth(async (tx: Tx) => {
+    const [row] = await tx
+      .select({ displayName: authUsers.displayName })
+      .from(authLoginTokens)
+      .innerJoin(authUsers, eq(authUsers.id, authLoginTokens.userId))
+      .where(and(eq(authLoginTokens.tokenHash, tokenHash), isNull(authLoginTokens.usedAt), gt(authLoginTokens.expiresAt, new Date())))
+      .limit(1);
+    return row ?? null;
+  });
+}
+
 /** Spends a login token: returns its user once, null if unknown, expired or already used. */
 export async function redeemLoginToken(db: Database, token: string): Promise<string | null> {
   const tokenHash = await hashToken(token);

@@ -42,6 +42,9 @@ export async function signInPage(path = "/login"): Promise<{ nonce: string; cook
 
 /** Opens a one-time sign-in link as its owner does: the link's page, then its button (same browser). */
 export async function openLoginLink(token: string, cookie?: string): Promise<Response> {
+  // An expired, used or unknown link is refused by its page already.
+  const page = await call(`/auth/link/${token}`, { method: "HEAD" });
+  if (page.status !== 200) return page;
   const { nonce, cookie: nonceCookie } = await signInPage(`/auth/link/${token}`);
   return call(`/auth/link/${token}`, {
     method: "POST",

@@ -82,6 +82,8 @@ describe("the one-time link from /login", () => {
 
     const preview = await signInPage(`/auth/link/${token}`);
     expect(preview.html).toContain(`action="/auth/link/${token}"`);
+    // Whose account it is, so that someone handed another person's link can tell.
+    expect(preview.html).toContain(`signs this browser in as <strong>${person.displayName}</strong>`);
     expect(preview.cookie).toMatch(/^__Host-soma_login=[\w-]{43}$/);
 
     const first = await openLoginLink(token);

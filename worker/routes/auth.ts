@@ -11,7 +11,7 @@
 //   POST /logout            ends the session
 import { Hono } from "hono";
 import { html } from "hono/html";
-import { ensurePersonByEmail, ensureTelegramPerson, redeemLoginToken } from "../../db/repositories/auth";
+import { ensurePersonByEmail, ensureTelegramPerson, peekLoginToken, redeemLoginToken } from "../../db/repositories/auth";
 import { issueLoginNonce, loginNonceMatches, spendLoginNonce } from "../auth/login-nonce";
 import { isCrossSite, requireSameOrigin } from "../auth/origin";
 import { refuseSignIn } from "../auth/refusal";
@@ -27,8 +27,12 @@ export const DEV_EMAIL = "dev@soma.local";
 const NOT_STARTED_HERE =
   "This sign-in did not start on this browser's sign-in page, so it was not used. Open the sign-in page and sign in from there.";
 
+const EXPIRED_LINK = "This sign-in link has expired or was already used. Send /login to the bot for a new one.";
+
 export const auth = new Hono<AppEnv>()
-  .get("/auth/link/:token", (c) => {
+  .get("/auth/link/:token", async (c) => {
+    const owner = await peekLoginToken(c.var.db, c.req.param("token"));
+    if (!owner) return refuseSignIn(c, "bad_request", EXPIRED_LINK);
     const nonce = issueLoginNonce(c);
     return c.html(
       page(
@@ -36,7 +40,7 @@ export const auth = new Hono<AppEnv>()
         html`<main class="card">
           <h1>Soma</h1>
           <p class="lead">You asked the bot for a sign-in link.</p>
-          <p>This link signs this browser in to the Soma account of the Telegram user who sent <code>/login</code>.
+          <p>This link signs this browser in as <strong>${owner.displayName}</strong>, the Telegram account that sent <code>/login</code>.
           Continue only if that was you: if someone else gave you this link, whatever you write would go into their account.</p>
           <form method="post" action="/auth/link/${c.req.param("token")}">
             <input type="hidden" name="nonce" value="${nonce}" />
@@ -53,7 +57,7 @@ export const auth = new Hono<AppEnv>()
       return refuseSignIn(c, "forbidden", "This sign-in did not come from the link's page in this browser. Open the link from Telegram again.");
     }
     const userId = await redeemLoginToken(c.var.db, c.req.param("token"));
-    if (!userId) return refuseSignIn(c, "bad_request", "This sign-in link has expired or was already used. Send /login to the bot for a new one.");
+    if (!userId) return refuseSignIn(c, "bad_request", EXPIRED_LINK);
     // Never switch a signed-in browser to another account silently (a link passed on by someone else).
     const current = await sessionPerson(c);
     if (current && current.id !== userId) {

@@ -1,62 +1,28 @@
 // Guards the server-side statement deadline: every transaction of a Database sets statement_timeout
 // (transaction-locally), so a runaway statement is cancelled by Postgres itself with SQLSTATE 57014.
 // The embedded test Postgres (PGlite, WASM) keeps the setting but has no timer signals to enforce it,
-// so this runs against a real PostgreSQL when one is installed (Debian's postgresql package: initdb
-// under /usr/lib/postgresql/<n>/bin), and is skipped otherwise.
-import { execFileSync, spawnSync } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// so this runs against a real PostgreSQL when one is installed (tests/node/real-postgres.ts), and is
+// skipped otherwise.
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { DeadlineError } from "../../db/deadline";
-import { freePort } from "./helpers";
+import { realPostgresInstalled, startRealPostgres, type RealPostgres } from "./real-postgres";
 
-/** The bin directory of an installed PostgreSQL, and how to run its programs (never as root). */
-function findPostgres(): { bin: string; run: (program: string, args: string[]) => void } | null {
-  const root = "/usr/lib/postgresql";
-  if (!existsSync(root)) return null;
-  const version = readdirSync(root).sort((a, b) => Number(b) - Number(a)).find((v) => existsSync(join(root, v, "bin", "initdb")));
-  if (!version) return null;
-  const bin = join(root, version, "bin");
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot && spawnSync("id", ["postgres"]).status !== 0) return null;
-  const run = (program: string, args: string[]) => {
-    const [command, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", join(bin, program), ...args]] : [join(bin, program), args];
-    execFileSync(command as string, argv as string[], { stdio: "ignore" });
-  };
-  return { bin, run };
-}
-
-const installed = findPostgres();
-
-describe.skipIf(!installed)("statement_timeout on a real PostgreSQL", () => {
-  let dir = "";
+describe.skipIf(!realPostgresInstalled)("statement_timeout on a real PostgreSQL", () => {
+  let server: RealPostgres | undefined;
   let url = "";
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "soma-pg-"));
-    chmodSync(dir, 0o777);
-    const port = await freePort();
-    installed!.run("initdb", ["-D", join(dir, "data"), "-A", "trust", "-U", "postgres"]);
-    installed!.run("pg_ctl", ["-D", join(dir, "data"), "-w", "-l", join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, "start"]);
-    url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    server = await startRealPostgres();
+    url = server.url;
     const owner = postgres(url, { max: 1, onnotice: () => {} });
     await owner`create role soma_system`;
     await owner.end();
   }, 60_000);
 
-  afterAll(() => {
-    if (!dir) return;
-    try {
-      installed!.run("pg_ctl", ["-D", join(dir, "data"), "-m", "immediate", "stop"]);
-    } catch {
-      // not started
-    }
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => server?.stop());
 
   it("cancels a statement that runs past statementTimeoutMs with SQLSTATE 57014", async () => {
     const db = new Database(url, { max: 1, statementTimeoutMs: 200 });

@@ -19,6 +19,7 @@ import {
   type SourceRef,
 } from "../db/repositories/memory";
 import { idempotencyKey } from "./idempotency";
+import { localToInstant } from "./local-time";
 import type { Embedder } from "./model/embeddings";
 import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
@@ -30,6 +31,8 @@ export interface ToolContext {
   source: SourceRef;
   /** Told about every write, for the UI's memory activity and for traces. */
   onActivity?: (activity: MemoryActivity) => void;
+  /** The person's IANA timezone: a reminder time without an offset is read in it (default UTC). */
+  timezone?: string;
   /** Hands a stored reminder to the workflow that delivers it; false when that could not be done. */
   scheduleReminder?: (reminder: { eventId: string; at: string }) => Promise<boolean>;
 }
@@ -153,12 +156,15 @@ export function memoryTools(context: ToolContext): ToolSet {
       description: "Schedule a reminder to send the person at a time.",
       inputSchema: z.object({
         text: z.string().trim().min(1).max(1000),
-        at: z.iso.datetime({ offset: true }).describe("ISO 8601 time with offset, in the future"),
+        at: z.iso
+          .datetime({ offset: true, local: true })
+          .describe("When, in the future: the person's local date and time without an offset (2026-11-24T09:00), or ISO 8601 with an offset or Z"),
       }),
       execute: async ({ text, at }, { messages }) => {
         const refused = await refusal("schedule_create", [text], messages);
         if (refused) return { error: refused };
-        const when = new Date(at);
+        // An explicit offset or Z names the instant itself; a bare local time is the person's clock.
+        const when = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(at) ? new Date(at) : localToInstant(at, context.timezone ?? "UTC");
         if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
         // A re-run of this turn (same message, same reminder) gets the same event id back, so the
         // delivery below (Inngest event `reminder-${eventId}`, deduplicated by id) is the same one too.

@@ -6,9 +6,11 @@
 import { convertToModelMessages, createUIMessageStream, isStepCount, streamText, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
 import type { Database } from "../db/database";
 import type { SourceRef } from "../db/repositories/memory";
+import { profileOf } from "../db/repositories/people";
 import type { Config } from "./config";
 import { classifyFailure } from "./faults";
 import { APOLOGY } from "./inbox-policy";
+import { zoneOrUtc } from "./local-time";
 import { describeError, logJson } from "./log";
 import type { Embedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
@@ -91,15 +93,20 @@ export function turnStream(turn: Turn) {
       let failure: unknown;
       let output = "";
       try {
+        // The person's name and clock, read once per turn. A failed read fails the turn like any
+        // outage (retried by the inbox): guessing UTC could set a reminder at the wrong hour.
+        const person = await turn.db.withUser(userId, profileOf);
+        const timezone = zoneOrUtc(person?.timezone);
         const result = streamText({
           model: turn.model,
-          system: systemPrompt({ name: "", now: new Date(), timezone: "UTC" }),
+          system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone }),
           messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
           tools: memoryTools({
             db: turn.db,
             userId: userId,
             embedder: turn.embedder,
             source,
+            timezone,
             onActivity,
             scheduleReminder: ({ eventId, at }) =>
               emitEvents(config, reminderCreated.create({ userId: userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: userId }),

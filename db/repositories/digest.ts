@@ -122,12 +122,13 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
 // ---- system role (Database.withSystem): whom to fan out to ----
 
 /**
- * People reachable in Telegram whose local hour is `hour` at `now`, with their local date. A timezone
- * Postgres does not know (users.timezone is free text) leaves that person out: the materialized CTE
- * filters first, because `at time zone` raises on an unknown zone and the planner may otherwise
- * evaluate it before the semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
+ * People reachable in Telegram whose local hour is `hour` at `now` (and, with `weekday`, whose local
+ * ISO weekday is that: 7 = Sunday), with their local date. A timezone Postgres does not know
+ * (users.timezone is free text) leaves that person out: the materialized CTE filters first, because
+ * `at time zone` raises on an unknown zone and the planner may otherwise evaluate it before the
+ * semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
  */
-export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date): Promise<Array<{ userId: string; localDate: string }>> {
+export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date, weekday?: number): Promise<Array<{ userId: string; localDate: string }>> {
   return (await tx.execute(sql`
     with reachable as materialized (
       select u.id, u.timezone from users u
@@ -139,13 +140,8 @@ export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date): Promis
     select id as "userId", to_char(local_time, 'YYYY-MM-DD') as "localDate"
     from local
     where extract(hour from local_time) = ${hour}
+      ${weekday === undefined ? sql`` : sql`and extract(isodow from local_time) = ${weekday}`}
     order by id`)) as unknown as Array<{ userId: string; localDate: string }>;
-}
-
-/** Everyone reachable in Telegram. */
-export async function peopleOnTelegram(tx: Tx): Promise<string[]> {
-  const rows = await tx.select({ id: users.id }).from(users).where(sql`${users.telegramChatId} is not null`).orderBy(users.id);
-  return rows.map((r) => r.id);
 }
 
 /** Everyone (nightly jobs that look at each person's own recent rows). */

@@ -4,6 +4,8 @@
 export interface Me {
   id: string;
   displayName: string;
+  /** IANA zone; "UTC" until the person (or their browser, on first sign-in) sets it. */
+  timezone: string;
   telegram: { linked: boolean; bot: string | null };
   google: { connected: boolean; email: string | null; available: boolean };
   environment: string;
@@ -37,5 +39,7 @@ export const api = {
     return request<{ memories: Memory[] }>(`/api/memories?${query}`).then((r) => r.memories);
   },
   forget: (id: string) => request<{ archived: boolean }>(`/api/memories/${id}`, { method: "DELETE" }),
+  setTimezone: (timezone: string) =>
+    request<{ timezone: string }>("/api/me/timezone", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ timezone }) }),
   deleteAccount: () => request<{ deleted: boolean }>("/api/account", { method: "DELETE" }),
 };

@@ -3,7 +3,7 @@ import { createRoot } from "react-dom/client";
 import { api, type Me } from "./api";
 import { ChatPage } from "./chat";
 import { MemoriesPage } from "./memories";
-import { SettingsPage } from "./settings";
+import { adoptBrowserTimeZone, SettingsPage } from "./settings";
 
 const PAGES = [
   { path: "/app", label: "Chat" },
@@ -29,7 +29,8 @@ function App() {
   const [path, navigate] = usePath();
   const [me, setMe] = useState<Me | null>(null);
   useEffect(() => {
-    api.me().then(setMe, () => {});
+    // A failed adoption still shows the app (with the zone the server has).
+    api.me().then((me) => adoptBrowserTimeZone(me).then(setMe, () => setMe(me)), () => {});
   }, []);
   if (!me) return <p className="muted centered">Loading…</p>;
   return (

@@ -1,5 +1,7 @@
 // The signed-in person's account (session required).
-//   GET    /api/me       who is signed in, and which doors are linked
+//   GET    /api/me       who is signed in, their timezone, and which doors are linked
+//   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city agents/local-time.ts knows) → 200
+//                        {timezone}; 400 for one it does not know
 //   DELETE /api/account  deletes everything, in this order: the Postgres rows (by cascade) with a
 //                        tombstone for each of the person's sign-in identities, so that no door can
 //                        create them again for a day (db/repositories/auth.ts); this isolate's cached
@@ -12,12 +14,18 @@
 // without its conversation, and a message could recreate the agent in between.
 import { Hono } from "hono";
 import { sql } from "drizzle-orm";
+import { z } from "zod";
 import { deletePerson } from "../../db/repositories/auth";
+import { setTimezone } from "../../db/repositories/people";
+import { resolveTimeZone } from "../../agents/local-time";
 import { forgetSender } from "../telegram/inbox";
 import { deadLetters } from "../../agents/dead-letters";
 import { describeError, logJson } from "../../agents/log";
 import { prepareOutsideErasure } from "../../agents/telemetry/erasure";
 import { agentFor } from "../agent-routing";
+import { limitBody } from "../body-limit";
+import { ApiError } from "../errors";
+import { readJson } from "../validation";
 import { requireSameOrigin } from "../auth/origin";
 import { endSession, requireSession } from "../auth/session";
 import type { AppEnv } from "../types";
@@ -25,24 +33,34 @@ import type { AppEnv } from "../types";
 /** Attempts at erasing the agent's storage before the failure is left to operators (logged). */
 const AGENT_ERASE_ATTEMPTS = 3;
 
+const TimezoneBody = z.object({ timezone: z.string().trim().min(1).max(64) });
+
 // Route-level middleware on purpose: this sub-app is mounted at /api, where a `.use()` would guard
 // every other API route too.
 export const account = new Hono<AppEnv>()
   .get("/me", requireSession("reject"), async (c) => {
     const { person } = c.var;
     const [links] = (await c.var.db.withAuth((tx) =>
-      tx.execute(sql`select telegram_user_id is not null as telegram, email from auth.users where id = ${person.id}`),
-    )) as unknown as Array<{ telegram: boolean; email: string | null }>;
+      tx.execute(sql`select telegram_user_id is not null as telegram, email, timezone from auth.users where id = ${person.id}`),
+    )) as unknown as Array<{ telegram: boolean; email: string | null; timezone: string }>;
     const [gmail] = (await c.var.db.withUser(person.id, (tx) =>
       tx.execute(sql`select account_email from oauth_connections where provider = 'google'`),
     )) as unknown as Array<{ account_email: string | null }>;
     return c.json({
       id: person.id,
       displayName: person.displayName,
+      timezone: links?.timezone ?? "UTC",
       telegram: { linked: links?.telegram ?? false, bot: c.var.config.TELEGRAM_BOT_USERNAME ?? null },
       google: { connected: Boolean(gmail), email: gmail?.account_email ?? null, available: Boolean(c.var.config.GOOGLE_CLIENT_ID) },
       environment: c.var.config.ENVIRONMENT,
     });
+  })
+  .put("/me/timezone", requireSession("reject"), requireSameOrigin, limitBody(1024), async (c) => {
+    const { timezone: asked } = await readJson(c, TimezoneBody);
+    const timezone = resolveTimeZone(asked);
+    if (!timezone) throw new ApiError("bad_request", `Unknown timezone "${asked}". Use an IANA zone such as Europe/Berlin.`);
+    await setTimezone(c.var.db, c.var.person.id, timezone);
+    return c.json({ timezone });
   })
   .delete("/account", requireSession("reject"), requireSameOrigin, async (c) => {
     const userId = c.var.person.id;

@@ -1,7 +1,10 @@
 // reminder-deliver: a reminder the person asked for (schedule_create) waits until its time, then goes
-// out in Telegram. The events row decides: it is claimed scheduled → delivering before the send, so a
-// second event for the same reminder (or a cancelled one) sends nothing.
+// out in Telegram. The events row decides, at the time it is due: it is claimed scheduled → delivering
+// before the send, in one conditional UPDATE, so a second event for the same reminder, or one the
+// person cancelled (scheduled → cancelled, the same kind of UPDATE), sends nothing. A cancel that
+// comes after the claim finds the reminder 'delivering' and is told it is too late.
 import { contactOf, claimReminder, finishReminder } from "../../../db/repositories/digest";
+import { reminderStatus } from "../../../db/repositories/reminders";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
 import { reminderCreated } from "../events";
@@ -15,10 +18,13 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
       const due = await step.run("claim", () =>
         deps.db.withUser(reminder.userId, async (tx) => {
           const claimed = await claimReminder(tx, reminder.eventId);
-          return claimed ? { text: claimed.text, chatId: (await contactOf(tx))?.chatId ?? null } : null;
+          if (claimed) return { text: claimed.text, chatId: (await contactOf(tx))?.chatId ?? null };
+          return { skipped: await reminderStatus(tx, reminder.eventId) };
         }),
       );
-      if (!due) return { delivered: false, reason: "not scheduled (already delivered or removed)" };
+      if ("skipped" in due) {
+        return { delivered: false, reason: due.skipped === "cancelled" ? "cancelled by the person" : "not scheduled (already delivered or removed)" };
+      }
       if (due.chatId === null) {
         await step.run("no-chat", () => deps.db.withUser(reminder.userId, (tx) => finishReminder(tx, reminder.eventId, "undeliverable")));
         return { delivered: false, reason: "the person has no Telegram chat" };

@@ -1,23 +1,31 @@
-// weekly-review: on Sunday evening, a summary of what each person added to their memory that week,
-// sent in Telegram. Empty weeks send nothing; each person gets one review per ISO week.
-import { claimDelivery, contactOf, peopleOnTelegram, weekContents, type WeekContents } from "../../../db/repositories/digest";
+// weekly-review: on Sunday evening where each person is (18:xx local), a summary of what they added to
+// their memory that week, sent in Telegram. The cron runs hourly through every UTC hour in which it is
+// Sunday 18:xx somewhere (UTC+14 to UTC−12: Sunday and Monday in UTC) and reviews the people whose
+// clock shows it. Empty weeks send nothing; each person gets one review per ISO week of their local
+// date (a claimed sources row), so a retried or overlapping run sends nothing twice.
+import { claimDelivery, contactOf, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
 import type { InngestClient } from "../client";
 import { chunks, telegramOf, type WorkflowDeps } from "../deps";
 
 const WEEK_MS = 7 * 86_400_000;
+/** Sunday (ISO weekday 7), 18:xx on the person's clock. */
+export const REVIEW_WEEKDAY = 7;
+export const REVIEW_HOUR = 18;
 /** People per step: a step stays well inside a request's time, the run inside Inngest's step limit. */
 const PEOPLE_PER_STEP = 25;
 
 export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
-    { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 18 * * 0" }], retries: 3 },
+    { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 * * * 0,1" }], retries: 3 },
     async ({ step }) => {
-      const people = await step.run("people", () => deps.db.withSystem((tx) => peopleOnTelegram(tx)));
+      const people = await step.run("people", () =>
+        deps.db.withSystem((tx) => peopleAtLocalHour(tx, REVIEW_HOUR, deps.now(), REVIEW_WEEKDAY)),
+      );
       let sent = 0;
       for (const [i, batch] of chunks(people, PEOPLE_PER_STEP).entries()) {
         sent += await step.run(`review-${i}`, async () => {
           let n = 0;
-          for (const userId of batch) if (await reviewOne(deps, userId)) n++;
+          for (const { userId, localDate } of batch) if (await reviewOne(deps, userId, localDate)) n++;
           return n;
         });
       }
@@ -27,9 +35,10 @@ export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
 }
 
 /** Composes, claims and sends one person's review; false when there was nothing to send (or it was sent before). */
-async function reviewOne(deps: WorkflowDeps, userId: string): Promise<boolean> {
+async function reviewOne(deps: WorkflowDeps, userId: string, localDate: string): Promise<boolean> {
   const now = deps.now();
-  const week = isoWeek(now);
+  // The week of the person's own Sunday (noon UTC of that date lies in it whatever the zone).
+  const week = isoWeek(new Date(`${localDate}T12:00:00Z`));
   const review = await deps.db.withUser(userId, async (tx) => {
     const contact = await contactOf(tx);
     if (!contact?.chatId) return null;

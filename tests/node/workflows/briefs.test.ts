@@ -240,16 +240,20 @@ describe("brief-generate", () => {
 // weekly-review
 // ---------------------------------------------------------------------------------------------------
 
-/** The "people" step mocked to these people (a fresh array per run, see sendEventsMocked). */
-const onlyPeople = (...ids: string[]) => [{ id: "people", handler: () => ids }];
+/** The "people" step mocked to these people at `now`'s date (a fresh array per run, see sendEventsMocked). */
+const onlyPeople = (now: Date, ...ids: string[]) => [{ id: "people", handler: () => ids.map((userId) => ({ userId, localDate: now.toISOString().slice(0, 10) })) }];
 
 describe("weekly-review", () => {
-  it("lists everyone reachable in Telegram (the real step, run alone)", async () => {
-    const onTelegram = await newPerson({ telegram: true });
-    const offTelegram = await newPerson();
-    const { result } = await new InngestTestEngine({ function: testWorkflows().functions.weeklyReview }).executeStep("people");
-    expect(result).toEqual(expect.arrayContaining([onTelegram.id]));
-    expect(result).not.toContain(offTelegram.id);
+  it("lists the people reachable in Telegram whose clock shows Sunday 18:xx (the real step, run alone)", async () => {
+    const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
+    const utc = await newPerson({ telegram: true });
+    const offTelegram = await newPerson({ timezone: "Europe/Berlin" });
+    // Sunday 22 November 2026, 17:00Z: 18:00 in Berlin, 17:00 in UTC.
+    const { result } = await new InngestTestEngine({ function: testWorkflows({ now: new Date("2026-11-22T17:00:00Z") }).functions.weeklyReview }).executeStep("people");
+    expect(result).toEqual(expect.arrayContaining([{ userId: berlin.id, localDate: "2026-11-22" }]));
+    const listed = (result as Array<{ userId: string }>).map((p) => p.userId);
+    expect(listed).not.toContain(utc.id);
+    expect(listed).not.toContain(offTelegram.id);
   });
 
   it("sends a summary of the week's new memories by type, facts and mail; once per ISO week", async () => {
@@ -272,7 +276,7 @@ describe("weekly-review", () => {
 
     const now = new Date();
     const { weeklyReview } = testWorkflows({ now }).functions;
-    const first = await runOnce(weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    const first = await runOnce(weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(now, person.id) });
     expect(first.error).toBeUndefined();
     expect(first.result).toEqual({ people: 1, sent: 1 });
     const expected = [
@@ -292,13 +296,13 @@ describe("weekly-review", () => {
 
     // The same week again, even with something new: nothing more.
     await capture(person.id, "book", "Klara and the Sun");
-    const second = await runOnce(weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    const second = await runOnce(weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(now, person.id) });
     expect(second.result).toEqual({ people: 1, sent: 0 });
     expect(await sentTexts(person.chatId!)).toEqual([expected]);
 
     // A week later: the new week's review, with only what came after the first one.
     const nextWeek = new Date(now.getTime() + 7 * DAY);
-    const third = await runOnce(testWorkflows({ now: nextWeek }).functions.weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(person.id) });
+    const third = await runOnce(testWorkflows({ now: nextWeek }).functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(nextWeek, person.id) });
     expect(third.result).toEqual({ people: 1, sent: 1 });
     const texts = await sentTexts(person.chatId!);
     expect(texts).toHaveLength(2);
@@ -317,11 +321,12 @@ describe("weekly-review", () => {
     await capture(bystander.id, "book", "Not in this run");
 
     // Eight days on, this week holds nothing new for busyLastWeek; idle never had anything.
-    const later = testWorkflows({ now: new Date(Date.now() + 8 * DAY) }).functions.weeklyReview;
-    const { result } = await runOnce(later, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(busyLastWeek.id, idle.id) });
+    const eightDaysOn = new Date(Date.now() + 8 * DAY);
+    const later = testWorkflows({ now: eightDaysOn }).functions.weeklyReview;
+    const { result } = await runOnce(later, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(eightDaysOn, busyLastWeek.id, idle.id) });
     expect(result).toEqual({ people: 2, sent: 0 });
     // This week, the person without a chat has something, but nowhere to receive it.
-    const { result: now } = await runOnce(testWorkflows().functions.weeklyReview, cronTick("TZ=UTC 0 18 * * 0"), { steps: onlyPeople(noChat.id) });
+    const { result: now } = await runOnce(testWorkflows().functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(new Date(), noChat.id) });
     expect(now).toEqual({ people: 1, sent: 0 });
 
     for (const person of [busyLastWeek, idle, bystander]) expect(await sentTexts(person.chatId!)).toEqual([]);

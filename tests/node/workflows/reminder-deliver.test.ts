@@ -4,8 +4,10 @@
 // assert what the function asked to sleep until.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { TelegramSender } from "../../../agents/telegram-sender";
 import { createReminder, recordSource } from "../../../db/repositories/memory";
-import { langfuseEvents, newPerson, runOnce, sentTexts, testDb, testWorkflows } from "./harness";
+import { cancelReminder, type CancelOutcome } from "../../../db/repositories/reminders";
+import { BOT_TOKEN, langfuseEvents, newPerson, runOnce, sentTexts, standInUrl, testDb, testWorkflows } from "./harness";
 
 /**
  * A fresh mock per run: @inngest/test pushes every step a run completes onto the `steps` array it was
@@ -90,6 +92,38 @@ describe("reminder-deliver", () => {
     expect(await sentTexts(person.chatId!)).toEqual([]);
     expect((await reminderRow(person.id, delivered.eventId))?.status).toBe("delivered");
     expect(await reminderRow(person.id, removed.eventId)).toBeUndefined();
+  });
+
+  it("sends nothing for a reminder the person cancelled before it was due, and leaves it cancelled", async () => {
+    const person = await newPerson({ telegram: true });
+    const { eventId, at } = await scheduleReminder(person.id, "cancelled dinner");
+    const cancel = await testDb().withUser(person.id, (tx) => cancelReminder(tx, eventId));
+    expect(cancel.outcome).toBe("cancelled");
+
+    const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    expect(result).toEqual({ delivered: false, reason: "cancelled by the person" });
+    expect(stepsRun(ctx)).toEqual(["claim"]);
+    expect(await sentTexts(person.chatId!)).toEqual([]);
+    expect((await reminderRow(person.id, eventId))?.status).toBe("cancelled");
+  });
+
+  it("refuses a cancel that comes once the delivery has claimed the reminder: it is sent once, never half-cancelled", async () => {
+    const person = await newPerson({ telegram: true });
+    const { eventId, at } = await scheduleReminder(person.id, "last-second change of mind");
+    // The person cancels while the message is on its way (after the claim, before the send returns).
+    let during: CancelOutcome | undefined;
+    class CancellingSender extends TelegramSender {
+      override async sendText(chatId: number, text: string): Promise<void> {
+        during = await testDb().withUser(person.id, (tx) => cancelReminder(tx, eventId));
+        return super.sendText(chatId, text);
+      }
+    }
+    const telegram = new CancellingSender(BOT_TOKEN, standInUrl, { sleep: async () => {} });
+    const { result } = await runOnce(testWorkflows({ telegram }).functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    expect(result).toEqual({ delivered: true });
+    expect(during).toMatchObject({ outcome: "too-late", reminder: { status: "delivering" } });
+    expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: last-second change of mind"]);
+    expect((await reminderRow(person.id, eventId))?.status).toBe("delivered");
   });
 
   it("marks the reminder undeliverable when the person has no Telegram chat", async () => {

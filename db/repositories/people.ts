@@ -1,0 +1,18 @@
+// The person's own settings. The timezone is written to auth.users, the row of record: the auth
+// mirror (db/sql/0300_triggers.sql) copies it to public.users in the same statement. Writing only
+// public.users would be undone by the mirror at the next sign-in, which rewrites the whole row.
+import { eq } from "drizzle-orm";
+import type { Database, Tx } from "../database";
+import { authUsers, users } from "../schema";
+
+/** Sets the person's IANA timezone (validated by the caller); false when there is no such person. */
+export async function setTimezone(db: Database, userId: string, timezone: string): Promise<boolean> {
+  const rows = await db.withAuth((tx) => tx.update(authUsers).set({ timezone }).where(eq(authUsers.id, userId)).returning({ id: authUsers.id }));
+  return rows.length > 0;
+}
+
+/** The person's name and timezone, as their own users row says (a Database.withUser transaction). */
+export async function profileOf(tx: Tx): Promise<{ displayName: string; timezone: string } | null> {
+  const [row] = await tx.select({ displayName: users.displayName, timezone: users.timezone }).from(users).limit(1);
+  return row ?? null;
+}

@@ -1,0 +1,103 @@
+// Reminders as the person sees them: listed (upcoming and past), cancelled, and the numbered list
+// Telegram's /reminders showed last, which /cancel <n> refers to. Reminders are `events` rows of kind
+// 'reminder' (created by createReminder in ./memory.ts); their status moves scheduled → delivering →
+// delivered | undeliverable (reminder-deliver), or scheduled → cancelled here. Each move is one
+// conditional UPDATE on the row, so a cancel and a delivery can never both win.
+// Every function takes a Database.withUser transaction: row-level security keeps it to one person.
+import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
+import type { Tx } from "../database";
+import { events, sources } from "../schema";
+
+export type ReminderStatus = "scheduled" | "delivering" | "delivered" | "undeliverable" | "cancelled";
+
+export interface ReminderItem {
+  id: string;
+  text: string;
+  at: string;
+  status: ReminderStatus;
+  createdAt: string;
+}
+
+/** The most past reminders listed (newest first); upcoming ones are all listed. */
+const PAST_LIMIT = 50;
+/** Upcoming reminders a Telegram list shows (and /cancel can number). */
+export const LISTED_LIMIT = 20;
+
+function toItem(row: { id: string; payload: Record<string, unknown>; at: Date; status: string; createdAt: Date }): ReminderItem {
+  return { id: row.id, text: String(row.payload.text ?? ""), at: row.at.toISOString(), status: row.status as ReminderStatus, createdAt: row.createdAt.toISOString() };
+}
+
+const columns = { id: events.id, payload: events.payload, at: events.occurredAt, status: events.status, createdAt: events.createdAt };
+
+/** Reminders still waiting to be sent, soonest first. */
+export async function upcomingReminders(tx: Tx, limit = 200): Promise<ReminderItem[]> {
+  const rows = await tx
+    .select(columns)
+    .from(events)
+    .where(and(eq(events.kind, "reminder"), eq(events.status, "scheduled")))
+    .orderBy(asc(events.occurredAt), asc(events.createdAt))
+    .limit(limit);
+  return rows.map(toItem);
+}
+
+/** Reminders sent, being sent, undeliverable or cancelled, newest first. */
+export async function pastReminders(tx: Tx, limit = PAST_LIMIT): Promise<ReminderItem[]> {
+  const rows = await tx
+    .select(columns)
+    .from(events)
+    .where(and(eq(events.kind, "reminder"), ne(events.status, "scheduled")))
+    .orderBy(desc(events.occurredAt), desc(events.createdAt))
+    .limit(limit);
+  return rows.map(toItem);
+}
+
+export type CancelOutcome = { outcome: "cancelled" | "already-cancelled" | "too-late"; reminder: ReminderItem } | { outcome: "unknown" };
+
+/**
+ * Cancels a scheduled reminder; cancelling it again is answered as already cancelled (idempotent).
+ * One that is being sent or was sent is "too-late"; one this person cannot see is "unknown".
+ */
+export async function cancelReminder(tx: Tx, id: string): Promise<CancelOutcome> {
+  const [cancelled] = await tx
+    .update(events)
+    .set({ status: "cancelled" })
+    .where(and(eq(events.id, id), eq(events.kind, "reminder"), eq(events.status, "scheduled")))
+    .returning(columns);
+  if (cancelled) return { outcome: "cancelled", reminder: toItem(cancelled) };
+  const [row] = await tx
+    .select(columns)
+    .from(events)
+    .where(and(eq(events.id, id), eq(events.kind, "reminder")));
+  if (!row) return { outcome: "unknown" };
+  return { outcome: row.status === "cancelled" ? "already-cancelled" : "too-late", reminder: toItem(row) };
+}
+
+/** The `sources` row holding the numbered list Telegram showed last (one per person, replaced each time). */
+const SHOWN_LIST = { kind: "reminder-list", externalId: "telegram" } as const;
+
+/** Remembers the ids of the list just shown, in the order shown: /cancel <n> means ids[n - 1]. */
+export async function rememberShownList(tx: Tx, userId: string, ids: string[]): Promise<void> {
+  await tx
+    .insert(sources)
+    .values({ userId, ...SHOWN_LIST, payload: { ids, shownAt: new Date().toISOString() } })
+    .onConflictDoUpdate({ target: [sources.userId, sources.kind, sources.externalId], set: { payload: sql`excluded.payload` } });
+}
+
+/** The ids of the list Telegram showed last, in order; null when no list was ever shown. */
+export async function shownList(tx: Tx): Promise<string[] | null> {
+  const [row] = await tx
+    .select({ payload: sources.payload })
+    .from(sources)
+    .where(and(eq(sources.kind, SHOWN_LIST.kind), eq(sources.externalId, SHOWN_LIST.externalId)));
+  const ids = row?.payload.ids;
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === "string") : null;
+}
+
+/** A reminder's status, or null when this person has no such reminder. */
+export async function reminderStatus(tx: Tx, id: string): Promise<ReminderStatus | null> {
+  const [row] = await tx
+    .select({ status: events.status })
+    .from(events)
+    .where(and(eq(events.id, id), eq(events.kind, "reminder")));
+  return (row?.status as ReminderStatus | undefined) ?? null;
+}

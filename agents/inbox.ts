@@ -34,6 +34,19 @@ const MAX_INTERRUPTED = 5;
 const GATHER_QUIET_MS = 100;
 const GATHER_MAX_MS = 1000;
 
+/**
+ * What an item is answered with: text, or a document (a command's file, e.g. /export) with its caption.
+ * A document is stored by name, not by content: the host renders it when it is sent (a whole export
+ * does not belong in an inbox row), and it is delivered exactly like text, once.
+ */
+export type Reply = string | { document: DocumentReply; caption: string };
+export interface DocumentReply {
+  kind: "export";
+}
+
+/** Telegram's limit for a document's caption. */
+const CAPTION_LIMIT = 1024;
+
 /** message: answered by a command or the model; notice: the rate-limit notice; welcome: a welcome that arrived late; dropped: over the limit, kept only for dedupe. */
 export type InboxKind = "message" | "notice" | "welcome" | "dropped";
 type InboxState = "pending" | "replied" | "delivering" | "done" | "failed" | "dead";
@@ -47,6 +60,8 @@ export interface InboxItem {
   source_ref: string;
   state: InboxState;
   reply: string | null;
+  /** The document of the reply (DocumentReply as JSON), whose caption `reply` is; null for text. */
+  document: string | null;
   received_at: number;
   attempts: number;
   failures: number;
@@ -75,8 +90,9 @@ type Sql = <T = Record<string, unknown>>(strings: TemplateStringsArray, ...value
 export interface InboxHost {
   sql: Sql;
   /** The reply to an item; throws when it cannot be answered now. Must honour `signal`. */
-  answer(item: InboxItem, signal: AbortSignal): Promise<string>;
+  answer(item: InboxItem, signal: AbortSignal): Promise<Reply>;
   send(chatId: number, text: string): Promise<void>;
+  sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void>;
   /** Best effort "typing…" in the chat. */
   typing(chatId: number): void;
   /** Arms the watchdog alarm to fire at `at` (epoch ms) or earlier. */
@@ -130,6 +146,7 @@ export class Inbox {
     column("noticed", () => sql`alter table soma_inbox add column noticed integer not null default 0`);
     column("last_error", () => sql`alter table soma_inbox add column last_error text`);
     column("outcome", () => sql`alter table soma_inbox add column outcome text`);
+    column("document", () => sql`alter table soma_inbox add column document text`);
     // A reply being sent when the agent stopped may have reached Telegram: never sent twice.
     sql`update soma_inbox set state = coalesce(outcome, 'done') where state = 'delivering'`;
   }
@@ -250,7 +267,7 @@ export class Inbox {
     }
     const controller = new AbortController();
     this.#current = controller;
-    let reply: string;
+    let reply: Reply;
     try {
       reply = await this.host.answer(item, controller.signal);
     } catch (error) {
@@ -259,16 +276,21 @@ export class Inbox {
       return this.#failed({ ...item, attempts: item.attempts + 1 }, error);
     }
     if (generation !== this.#generation) return;
-    sql`update soma_inbox set state = 'replied', reply = ${reply}, in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
+    const [text, document] = typeof reply === "string" ? [reply, null] : [reply.caption, JSON.stringify(reply.document)];
+    sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
   }
 
   async #deliver(item: InboxItem, generation: number): Promise<void> {
     const { sql } = this.host;
     const reply = item.reply ?? APOLOGY;
-    const text = item.first_contact && !reply.startsWith(this.host.welcome) ? `${this.host.welcome}\n\n${reply}` : reply;
+    const welcomed = item.first_contact && !reply.startsWith(this.host.welcome) ? `${this.host.welcome}\n\n${reply}` : reply;
     sql`update soma_inbox set state = 'delivering' where id = ${item.id}`;
     try {
-      await this.host.send(item.chat_id, text);
+      if (item.document) {
+        // A caption has a limit of its own: a welcome that would not fit is left out.
+        const caption = welcomed.length <= CAPTION_LIMIT ? welcomed : reply;
+        await this.host.sendDocument(item.chat_id, JSON.parse(item.document) as DocumentReply, caption);
+      } else await this.host.send(item.chat_id, welcomed);
     } catch (error) {
       if (generation !== this.#generation) return;
       if ((await this.host.classify(error)) === "permanent") {
@@ -320,7 +342,7 @@ export class Inbox {
     await this.host.setAside(item, outcome, error).catch((setAsideError: unknown) =>
       this.host.log("error", { inbox: item.id, setAside: describeError(setAsideError) }),
     );
-    this.host.sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, outcome = ${outcome}, in_attempt = 0,
+    this.host.sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, document = null, outcome = ${outcome}, in_attempt = 0,
                   first_failed_at = null, next_attempt_at = 0, last_error = ${error} where id = ${item.id}`;
   }
 }

@@ -2,13 +2,15 @@
 // Telegram refusing (GrammyError) and the network failing (HttpError) are told apart: 429 and 5xx
 // are retried, honouring retry_after; other refusals are final.
 //
+// Files (sendDocument) go up as multipart/form-data under the same deadlines and retries as text.
+//
 // Deadlines (grammY's own default is 500 s a call): each Bot API call gives up after `timeoutSeconds`
 // and then fails as a grammY HttpError (its `error` says "Request to 'sendMessage' timed out …"),
 // which is retried like any network failure; a whole sendText (every piece, retry and retry wait)
 // gives up after `sendDeadlineMs` with DeadlineError("telegram"); a 429 whose retry_after would end
 // past that deadline is not waited out but thrown at once (GrammyError 429). HttpError, DeadlineError,
 // GrammyError 429 and 5xx are all transient. typing() is bounded by `typingDeadlineMs` and never throws.
-import { Api, GrammyError, HttpError } from "grammy";
+import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import { DeadlineError, withDeadline } from "../db/deadline";
 
 /** Telegram's limit for one message. */
@@ -78,6 +80,24 @@ export class TelegramSender {
           );
         }
       },
+      this.#sendDeadlineMs,
+      "telegram",
+    );
+  }
+
+  /**
+   * Sends a file as a document (Bot API sendDocument, multipart), with an optional caption, under the
+   * same deadline and retries as sendText. The bytes are kept in memory so that a retry sends them again.
+   */
+  async sendDocument(chatId: number, file: { name: string; bytes: Uint8Array }, caption?: string): Promise<void> {
+    const deadlineAt = Date.now() + this.#sendDeadlineMs;
+    await withDeadline(
+      (signal) =>
+        this.#withRetries(
+          () => this.#api.sendDocument(chatId, new InputFile(file.bytes, file.name), caption ? { caption } : {}, grammySignal(signal)),
+          signal,
+          deadlineAt,
+        ),
       this.#sendDeadlineMs,
       "telegram",
     );

@@ -17,9 +17,12 @@ import { describeError, logJson } from "./log";
 import { createChatModel } from "./model/chat-model";
 import { createEmbedder } from "./model/embeddings";
 import { replyAfter, replyIds, userMessage } from "./transcript";
+import { ExportedConversation, type ExportMessage } from "../db/export-format";
+import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "./faults";
-import { Inbox, STUCK_AFTER_MS, type InboxItem } from "./inbox";
+import { Inbox, STUCK_AFTER_MS, type DocumentReply, type InboxItem, type Reply } from "./inbox";
+import { exportFile } from "./commands/export";
 import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, TelegramInput, TEXT_ONLY } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_LIMITS, RATE_NOTICE, screenFrame, TOO_LONG, type Channel } from "./door";
 import { answerCommand, WELCOME } from "./telegram-commands";
@@ -216,6 +219,45 @@ export class UserAgent extends AIChatAgent<Env> {
     return protocol(connection, chatRequest(requestId, messages));
   }
 
+  /**
+   * The whole conversation as stored, oldest first, with dates: the export's `conversation` as JSON
+   * (GET /api/export; message metadata is free-form, which RPC's types cannot carry, so the caller
+   * parses it with ExportedConversation).
+   */
+  async transcript(): Promise<string> {
+    return JSON.stringify(await this.#conversation());
+  }
+
+  #conversation(): Promise<ExportMessage[]> {
+    // The SDK stores each message's time (ms) but leaves it out of the history it returns.
+    return storedConversation(this.sessions.session(), () =>
+      new Map(this.sql<{ id: string; created_at: number }>`select id, created_at from cf_agents_session_messages`.map((t) => [t.id, t.created_at])),
+    );
+  }
+
+  /**
+   * Adds the words of an export's conversation after the one this agent has (agents/conversation-transfer.ts):
+   * marked as imported, each message once however often the file is imported.
+   */
+  async importConversation(file: ExportMessage[], exportedAt: string): Promise<{ status: "ok"; added: number } | { status: "erased" }> {
+    const messages = ExportedConversation.parse(file);
+    if (await this.#erased()) return { status: "erased" };
+    const session = this.sessions.session();
+    const present = new Set((await session.getHistory()).map((m) => m.id));
+    const incoming = importableMessages(messages, present, exportedAt, this.maxPersistedMessages);
+    let parentId = (await session.getLatestLeaf())?.id ?? null;
+    for (const { message, createdAt } of incoming) {
+      await session.importMessage(message, { parentId, createdAt });
+      parentId = message.id;
+    }
+    if (incoming.length > 0) {
+      // An import is not a change the SDK mirrors into `messages`: add them, and tell open clients.
+      this.messages = [...this.messages, ...incoming.map((m) => m.message)];
+      this.broadcast(JSON.stringify({ type: "cf_agent_chat_messages", messages: this.messages }));
+    }
+    return { status: "ok", added: incoming.length };
+  }
+
   /** Clears the conversation (memory in Postgres stays). */
   async reset(): Promise<void> {
     // The same steps as the chat protocol's own "clear" (AIChatAgent keeps its transcript in the
@@ -251,6 +293,7 @@ export class UserAgent extends AIChatAgent<Env> {
       sql: this.sql.bind(this) as ConstructorParameters<typeof Inbox>[0]["sql"],
       answer: (item, signal) => this.#answer(item, signal),
       send: (chatId, text) => this.#sender().sendText(chatId, text),
+      sendDocument: (chatId, document, caption) => this.#sendDocument(chatId, document, caption),
       typing: (chatId) => this.#showTyping(chatId),
       wakeAt: (at) => this.#wakeAt(at),
       classify: (error) => this.#classify(error),
@@ -264,7 +307,7 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   /** The reply to an inbox item: a notice, a command's answer, or the model's turn. Throws when it cannot be answered now. */
-  async #answer(item: InboxItem, signal: AbortSignal): Promise<string> {
+  async #answer(item: InboxItem, signal: AbortSignal): Promise<Reply> {
     if (item.kind === "notice") return RATE_NOTICE;
     if (item.kind === "welcome") return WELCOME;
     if (!item.text.trim()) return TEXT_ONLY;
@@ -276,6 +319,12 @@ export class UserAgent extends AIChatAgent<Env> {
       reset: () => this.reset(),
     });
     return command ?? this.#turnReply(item, signal);
+  }
+
+  /** A command's document, rendered as it is sent: /export's file holds the memory as it is now. */
+  async #sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void> {
+    const file = await exportFile(this.#db(), this.userId, await this.#conversation());
+    await this.#sender().sendDocument(chatId, { name: file.name, bytes: file.bytes }, caption);
   }
 
   async #turnReply(item: InboxItem, signal: AbortSignal): Promise<string> {

@@ -1,5 +1,6 @@
 // Local HTTP stand-ins for the services Soma talks to, on 127.0.0.1, shared by the test suites:
-//   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected)
+//   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected; a multipart
+//                     upload such as sendDocument is recorded with each file as {filename, size, text})
 //   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model)
 //   embeddings        POST /v1/embeddings
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
@@ -170,7 +171,9 @@ export async function startStandIns(): Promise<StandIns> {
       const bot = /^\/bot([^/]+)\/(\w+)$/.exec(url.pathname);
       if (bot) {
         if (!(await holdIfHung(bot[2]!, body, res))) return;
-        return botApi(bot[1]!, bot[2]!, body ? (JSON.parse(body) as Record<string, unknown>) : {}, res);
+        const type = req.headers["content-type"] ?? "";
+        const payload = type.startsWith("multipart/form-data") ? formPayload(body, type) : body ? (JSON.parse(body) as Record<string, unknown>) : {};
+        return botApi(bot[1]!, bot[2]!, payload, res);
       }
       if (url.pathname === "/v1/chat/completions") {
         if (!(await holdIfHung("chat", body, res))) return;
@@ -208,6 +211,13 @@ export async function startStandIns(): Promise<StandIns> {
         result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, text: payload.text },
       });
     }
+    if (method === "sendDocument") {
+      const document = payload.document as { filename?: string; size?: number } | undefined;
+      return json(res, 200, {
+        ok: true,
+        result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, caption: payload.caption, document: { file_id: `file-${messageId}`, file_name: document?.filename, file_size: document?.size } },
+      });
+    }
     if (method === "setWebhook") {
       if (typeof payload.url !== "string" || !payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1")) {
         return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook" });
@@ -236,6 +246,30 @@ export async function startStandIns(): Promise<StandIns> {
     url: `http://127.0.0.1:${port}`,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** A multipart Bot API call's fields: numbers as numbers (chat_id), each file as {filename, size, text}. */
+function formPayload(body: string, type: string): Record<string, unknown> {
+  const boundary = /boundary=("?)([^";]+)\1/.exec(type)?.[2] ?? "";
+  const payload: Record<string, unknown> = {};
+  const files = new Map<string, unknown>();
+  // Parsed by hand: grammY writes headers as `content-disposition:form-data;name="x";filename=y`,
+  // which Node's FormData parser refuses (Telegram accepts it).
+  for (const part of body.split(`--${boundary}`).slice(1, -1)) {
+    const [head = "", ...rest] = part.replace(/^\r\n/, "").split("\r\n\r\n");
+    const content = rest.join("\r\n\r\n").replace(/\r\n$/, "");
+    const name = /(?:^|;)\s*name="?([^";\r\n]+)/i.exec(head)?.[1];
+    const filename = /filename="?([^";\r\n]+)/i.exec(head)?.[1];
+    if (!name) continue;
+    if (filename !== undefined) files.set(name, { filename, size: Buffer.byteLength(content), text: content });
+    else payload[name] = /^-?\d+$/.test(content) ? Number(content) : content;
+  }
+  // grammY names a file's part at random and points at it from its field: document = "attach://<part>".
+  for (const [name, value] of Object.entries(payload)) {
+    const part = typeof value === "string" ? /^attach:\/\/(.+)$/.exec(value)?.[1] : undefined;
+    if (part && files.has(part)) payload[name] = files.get(part);
+  }
+  return payload;
 }
 
 interface ChatRequest {

@@ -1,0 +1,75 @@
+// Everything is the person's (session required; the format is docs/export.md):
+//   GET  /api/export  one JSON file of all their data, as an attachment: their rows, read through
+//                     Database.withUser (row-level security: nothing of anyone else), and the
+//                     conversation their agent keeps
+//   POST /api/import  loads such a file into their memory, idempotently (a second import adds
+//                     nothing), and answers how many rows and messages it added
+// An import is refused whole with a 4xx JSON error before anything is written: over 10 MB (413, counted
+// while the body is read), not JSON (400), not a Soma export or another version (400, saying which),
+// or any row that does not fit the format (400, naming the path of the first problem).
+import { Hono } from "hono";
+import { z } from "zod";
+import { exportFile } from "../../agents/commands/export";
+import { emitEvents } from "../../agents/workflows/client";
+import { reminderCreated } from "../../agents/workflows/events";
+import { ExportedConversation, ExportEnvelope, EXPORT_VERSION, SomaExport } from "../../db/export-format";
+import { importMemory } from "../../db/repositories/export";
+import { agentFor } from "../agent-routing";
+import { requireSameOrigin } from "../auth/origin";
+import { requireSession } from "../auth/session";
+import { limitBody } from "../body-limit";
+import { ApiError } from "../errors";
+import type { AppEnv } from "../types";
+import { readJson } from "../validation";
+
+/** The largest file an import reads (an export of tens of thousands of memories fits). */
+export const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
+
+// Route-level middleware: this sub-app is mounted at /api, where a `.use()` would guard every route.
+export const exportImport = new Hono<AppEnv>()
+  .get("/export", requireSession("reject"), async (c) => {
+    const userId = c.var.person.id;
+    const agent = await agentFor(c.env, userId);
+    const file = await exportFile(c.var.db, userId, ExportedConversation.parse(JSON.parse(await agent.transcript())));
+    return new Response(file.bytes, {
+      headers: {
+        "content-type": "application/json; charset=utf-8",
+        "content-disposition": `attachment; filename="${file.name}"`,
+        "cache-control": "no-store",
+      },
+    });
+  })
+  .post("/import", requireSession("reject"), requireSameOrigin, limitBody(MAX_IMPORT_BYTES), async (c) => {
+    const body = await readJson(c, z.unknown());
+    const envelope = ExportEnvelope.safeParse(body);
+    if (!envelope.success) throw new ApiError("bad_request", `Not a Soma export file: ${firstProblem(envelope.error)}`);
+    if (envelope.data.version !== EXPORT_VERSION) {
+      throw new ApiError("bad_request", `This is a version ${envelope.data.version} export; this server reads version ${EXPORT_VERSION}.`);
+    }
+    const parsed = SomaExport.safeParse(body);
+    if (!parsed.success) throw new ApiError("bad_request", `Invalid export file: ${firstProblem(parsed.error)}`);
+    const { conversation, ...rows } = parsed.data;
+    const userId = c.var.person.id;
+
+    const outcome = await c.var.db.withUser(userId, (tx) => importMemory(tx, userId, rows));
+    const agent = await agentFor(c.env, userId);
+    const chat = await agent.importConversation(conversation, rows.exportedAt);
+    // Only a deleted person's stray request gets here (deletion ends their sessions).
+    if (chat.status === "erased") throw new ApiError("not_found", "This account was deleted.");
+    // Imported reminders still to come go to the delivery workflow, as schedule_create's do (the event
+    // id is the reminder's: a second import cannot schedule a second delivery).
+    if (outcome.reminders.length > 0) {
+      await emitEvents(
+        c.var.config,
+        outcome.reminders.map((r) => reminderCreated.create({ userId, eventId: r.eventId, at: r.at }, { id: `reminder-${r.eventId}` })),
+        { requestId: c.var.requestId, userId },
+      );
+    }
+    return c.json({ imported: { ...outcome.added, messages: chat.added } });
+  });
+
+/** "entities.3.name: Too big: …" — where the first problem is, and what it is. */
+function firstProblem(error: z.ZodError): string {
+  const issue = error.issues[0];
+  return issue ? `${issue.path.length ? issue.path.join(".") : "(the file)"}: ${issue.message}` : "unreadable";
+}

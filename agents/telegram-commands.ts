@@ -1,8 +1,12 @@
 // Bot commands, answered by the agent from its inbox like any message (in order, once), without the
-// model: /start /help /memories [type] /forget <name> /reset /login.
+// model: /start /help /memories [type] /forget <name> /reset /login, and the person's time
+// (/timezone /reminders /cancel, agents/commands/time.ts).
 import type { Database } from "../db/database";
 import { createLoginToken } from "../db/repositories/auth";
 import { archiveEntity, recallEntities, recentEntities } from "../db/repositories/memory";
+import { cancelCommand, remindersCommand, timezoneCommand } from "./commands/time";
+import { exportCommand } from "./commands/export";
+import type { Reply } from "./inbox";
 
 export const WELCOME = [
   "Hi, I'm Soma. I remember what matters to you and find it again when you ask.",
@@ -10,6 +14,7 @@ export const WELCOME = [
   "Tell me things like \"I just finished reading Dune\" or \"I visited Lisbon\", then ask \"which books did I read?\".",
   "",
   "/memories — what I remember · /forget <name> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
+  "/timezone <city> — so reminders and briefs follow your clock, e.g. /timezone Berlin",
 ].join("\n");
 
 export const HELP = [
@@ -18,6 +23,9 @@ export const HELP = [
   "/forget <name> — forget something, e.g. /forget Dune",
   "/reset — start a fresh conversation; your memories stay",
   "/login — a one-time link to the web app (valid 10 minutes)",
+  "/export — everything I keep of you, as a JSON file",
+  "/timezone [city or zone] — show or set your timezone, e.g. /timezone Berlin",
+  "/reminders — your upcoming reminders, numbered · /cancel <number> — cancel one, e.g. /cancel 2",
   "Anything else you write goes to me directly.",
 ].join("\n");
 
@@ -37,7 +45,7 @@ export function parseCommand(text: string): { command: string; argument: string 
 }
 
 /** The reply to `text` if it is a command, else null (it goes to the model). */
-export async function answerCommand(text: string, context: CommandContext): Promise<string | null> {
+export async function answerCommand(text: string, context: CommandContext): Promise<Reply | null> {
   const parsed = parseCommand(text);
   if (!parsed) return null;
   const { command, argument } = parsed;
@@ -71,6 +79,14 @@ export async function answerCommand(text: string, context: CommandContext): Prom
       const token = await createLoginToken(db, userId, LOGIN_LINK_TTL_SECONDS);
       return `Open this link to sign in to the web app (one use, valid 10 minutes):\n${context.appBaseUrl.replace(/\/$/, "")}/auth/link/${token}`;
     }
+    case "timezone":
+      return timezoneCommand(db, userId, argument);
+    case "reminders":
+      return remindersCommand(db, userId);
+    case "cancel":
+      return cancelCommand(db, userId, argument);
+    case "export":
+      return exportCommand();
     default:
       return `I don't know /${command}.\n\n${HELP}`;
   }

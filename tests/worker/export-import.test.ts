@@ -12,7 +12,9 @@ import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { archiveEntity, captureEntity, createReminder, recordSource, relateEntities } from "../../db/repositories/memory";
 import { events } from "../../db/schema";
-import { botCalls, call, chatAs, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { TelegramSender } from "../../agents/telegram-sender";
+import { DeadlineError } from "../../db/deadline";
+import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 
 /** A person with a session, some of every kind of row (labelled, to tell people apart) and a conversation. */
 async function personWithMemory(label: string) {
@@ -214,7 +216,7 @@ describe("/export in Telegram", () => {
     const { person } = await personWithMemory("Gus");
     const agent = await getAgentByName(env.UserAgent, person.id);
     const chatId = newChatId();
-    await fetch(`${env.STAND_IN_URL}/__fail`, { method: "POST", body: JSON.stringify({ method: "sendDocument", chatId, times: 1, errorCode: 500 }) });
+    await failBotApi({ method: "sendDocument", chatId, times: 1, errorCode: 500 });
     const updateId = Math.floor(Math.random() * 1e9);
     expect(await agent.enqueueTelegramMessage({ updateId, chatId, messageId: 1, text: "/export" })).toEqual({ status: "queued" });
     await agent.settle();
@@ -230,5 +232,36 @@ describe("/export in Telegram", () => {
     const file = SomaExport.parse(JSON.parse(document.text));
     expect(file.entities.map((e) => e.name).sort()).toEqual(["Gus Dune", "Gus Herbert", "Gus Lisbon", "Gus Solaris"]);
     expect(file.conversation.map((m) => m.role)).toEqual(["user", "assistant"]);
+  });
+});
+
+describe("TelegramSender.sendDocument", () => {
+  const file = { name: "soma-export-2025-03-01.json", bytes: new TextEncoder().encode('{"format":"soma-export","name":"Zoë"}') };
+
+  it("uploads the bytes as multipart, honouring a 429's retry_after", async () => {
+    const chatId = newChatId();
+    const waits: number[] = [];
+    const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sleep: async (ms) => void waits.push(ms) });
+    await failBotApi({ method: "sendDocument", chatId, times: 1, errorCode: 429, retryAfter: 2 });
+    await sender.sendDocument(chatId, file, "your file");
+    expect(waits).toEqual([2000]);
+    const [sent] = await botCalls(chatId, "sendDocument");
+    expect(sent?.payload).toMatchObject({ chat_id: chatId, caption: "your file", document: { filename: file.name, size: file.bytes.length, text: '{"format":"soma-export","name":"Zoë"}' } });
+  });
+
+  it("gives up on a hung Bot API at the send deadline with DeadlineError", async () => {
+    const chatId = newChatId();
+    const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target: "sendDocument", match: String(chatId) }) });
+    await control("/__hang");
+    try {
+      const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sendDeadlineMs: 300 });
+      const started = Date.now();
+      const error = await sender.sendDocument(chatId, file).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DeadlineError);
+      expect(error).toMatchObject({ what: "telegram" });
+      expect(Date.now() - started).toBeLessThan(2000);
+    } finally {
+      await control("/__release");
+    }
   });
 });

@@ -10,12 +10,13 @@
 // Rows go in with one statement per table (the rows travel as one jsonb parameter: a file may hold far
 // more rows than a statement may have parameters). Embeddings are not part of the file: an imported
 // memory is found by its words until it is captured again.
-import { asc, sql } from "drizzle-orm";
+import { asc, ne, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-format";
 import { edges, entities, events, facts, sources, users } from "../schema";
 import { normalizeName } from "./memory";
+import { SHOWN_LIST } from "./reminders";
 
 /** The rows of an export (the conversation lives in the agent, not in Postgres). */
 export type MemoryExport = Omit<SomaExportV1, "conversation">;
@@ -33,6 +34,8 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
   const sourceRows = await tx
     .select({ id: sources.id, kind: sources.kind, externalId: sources.externalId, payload: sources.payload, createdAt: sources.createdAt })
     .from(sources)
+    // The numbered list /reminders showed last is the bot's working state, not something the person told.
+    .where(ne(sources.kind, SHOWN_LIST.kind))
     .orderBy(asc(sources.createdAt), asc(sources.id));
   const entityRows = await tx
     .select({

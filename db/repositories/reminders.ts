@@ -73,7 +73,7 @@ export async function cancelReminder(tx: Tx, id: string): Promise<CancelOutcome>
 }
 
 /** The `sources` row holding the numbered list Telegram showed last (one per person, replaced each time). */
-const SHOWN_LIST = { kind: "reminder-list", externalId: "telegram" } as const;
+export const SHOWN_LIST = { kind: "reminder-list", externalId: "telegram" } as const;
 
 /** Remembers the ids of the list just shown, in the order shown: /cancel <n> means ids[n - 1]. */
 export async function rememberShownList(tx: Tx, userId: string, ids: string[]): Promise<void> {

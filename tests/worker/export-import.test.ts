@@ -11,6 +11,7 @@ import { ExportedConversation, exportJsonSchema, SomaExport, type SomaExportV1 }
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { archiveEntity, captureEntity, createReminder, recordSource, relateEntities } from "../../db/repositories/memory";
+import { rememberShownList } from "../../db/repositories/reminders";
 import { events } from "../../db/schema";
 import { TelegramSender } from "../../agents/telegram-sender";
 import { DeadlineError } from "../../db/deadline";
@@ -107,6 +108,14 @@ describe("GET /api/export", () => {
     expect(text).not.toContain("Bob");
     const bobs = await exportAs(bob.cookie);
     for (const row of [...bobs.sources, ...bobs.entities, ...bobs.facts, ...bobs.edges, ...bobs.events]) expect(text).not.toContain(row.id);
+  });
+
+  it("leaves out the bot's working state (the reminder list /reminders showed last)", async () => {
+    const { person, cookie } = await personWithMemory("listed");
+    await testDatabase().withUser(person.id, (tx) => rememberShownList(tx, person.id, []));
+    const file = await exportAs(cookie);
+    expect(file.sources.map((s) => s.kind)).not.toContain("reminder-list");
+    expect(file.sources.length).toBeGreaterThan(0);
   });
 
   it("needs a session", async () => {

@@ -1,82 +1,155 @@
-// Chat with the person's agent over WebSocket (/api/agent: the Worker picks the agent from the
-// session). Replies stream in; memory tool calls show as "remembered: Dune · book".
+// The one conversation, whatever door each message came through (/api/agent: the Worker picks the
+// agent from the session). Replies stream in; memory work shows as chips that open the memory. A
+// refused message and a dropped connection are said plainly; the socket reconnects by itself.
 import { useAgentChat } from "@cloudflare/ai-chat/react";
+import type { UIMessage } from "ai";
 import { useAgent } from "agents/react";
-import { useEffect, useRef, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import { activityOf, doorKindOf, type MessageMetadata } from "./chat-parts";
+import { doorName, formatFull, formatWhen } from "./format";
+import { Link } from "./router";
 
-interface ToolPart {
-  type: string;
-  state?: string;
-  input?: { type?: string; name?: string; query?: string };
-  output?: unknown;
+type Connection = "connecting" | "open" | "lost";
+
+/**
+ * When each message was first seen here. Messages already in the history at the first render keep
+ * their stored time (metadata.at) or none; messages that arrive while the page is open are stamped
+ * on arrival, which is when they happened give or take the stream.
+ */
+function useArrivalTimes(messages: readonly UIMessage[]): Map<string, string> {
+  const times = useRef<Map<string, string> | null>(null);
+  if (times.current === null) times.current = new Map(messages.map((m) => [m.id, ""]));
+  for (const message of messages) if (!times.current.has(message.id)) times.current.set(message.id, new Date().toISOString());
+  return times.current;
 }
 
-function activityOf(part: ToolPart): string | null {
-  if (part.state !== "output-available") return null;
-  if (part.type === "tool-memory_capture") return `remembered: ${part.input?.name} · ${part.input?.type}`;
-  if (part.type === "tool-memory_recall") return `recalled ${Array.isArray(part.output) ? part.output.length : 0} for “${part.input?.query}”`;
-  if (part.type === "tool-memory_forget") return "forgot a memory";
-  if (part.type === "tool-memory_update") return "updated a memory";
-  if (part.type === "tool-schedule_create") return "scheduled a reminder";
-  return null;
+function MessageLabel({ who, door, at, timeZone }: { who: string; door: string | null; at: string | null; timeZone: string }) {
+  return (
+    <p className="message-meta">
+      {who}
+      {door && <> · {doorName(door)}</>}
+      {at && (
+        <>
+          {" · "}
+          <time dateTime={at} title={formatFull(at, timeZone)}>
+            {formatWhen(at, timeZone)}
+          </time>
+        </>
+      )}
+    </p>
+  );
 }
 
-export function ChatPage() {
-  const agent = useAgent({ agent: "UserAgent", basePath: "api/agent" });
+function Message({ messages, index, arrived, timeZone }: { messages: readonly UIMessage[]; index: number; arrived: Map<string, string>; timeZone: string }) {
+  const message = messages[index]!;
+  const metadata = message.metadata as MessageMetadata | undefined;
+  // A person's message without metadata is one this browser sent (the web door) until the agent's copy arrives.
+  const door = doorKindOf(messages, index, (m) => (arrived.get(m.id) ? "web" : null));
+  const at = metadata?.at ?? metadata?.imported?.exportedAt ?? (arrived.get(message.id) || null);
+  return (
+    <article className={`message ${message.role}`} data-role={message.role} aria-label={message.role === "user" ? "From you" : "From Soma"}>
+      <MessageLabel who={message.role === "user" ? "You" : "Soma"} door={door} at={at} timeZone={timeZone} />
+      {message.parts.map((part, i) => {
+        if (part.type === "text") return <p key={i}>{part.text}</p>;
+        const activity = activityOf(part);
+        if (!activity) return null;
+        return activity.to ? (
+          <Link key={i} to={activity.to} className="chip" data-testid="memory-activity">
+            {activity.label}
+          </Link>
+        ) : (
+          <span key={i} className="chip" data-testid="memory-activity">
+            {activity.label}
+          </span>
+        );
+      })}
+    </article>
+  );
+}
+
+export function ChatPage({ timeZone }: { timeZone: string }) {
+  const [connection, setConnection] = useState<Connection>("connecting");
+  const agent = useAgent({
+    agent: "UserAgent",
+    basePath: "api/agent",
+    onOpen: () => setConnection("open"),
+    onClose: () => setConnection("lost"),
+  });
   const { messages, sendMessage, status, error } = useAgentChat({ agent });
+  const arrived = useArrivalTimes(messages);
   const [draft, setDraft] = useState("");
   const end = useRef<HTMLDivElement>(null);
   useEffect(() => {
     // Braces matter: newer browsers return a promise from scrollIntoView, and React treats an
     // effect's return value as its cleanup.
-    void end.current?.scrollIntoView({ behavior: "smooth" });
+    void end.current?.scrollIntoView({ block: "end" });
   }, [messages]);
 
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
+  const busy = status === "submitted" || status === "streaming";
+  const send = () => {
     const text = draft.trim();
-    if (!text) return;
+    if (!text || busy) return;
     void sendMessage({ text });
     setDraft("");
   };
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    send();
+  };
+  // Enter sends, Shift+Enter starts a new line; Enter that confirms an IME composition does neither.
+  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (event.key !== "Enter" || event.shiftKey || event.nativeEvent.isComposing) return;
+    event.preventDefault();
+    send();
+  };
 
   return (
-    <section className="chat">
-      <div className="messages" aria-live="polite">
-        {messages.length === 0 && <p className="muted">Tell me something you read, watched or visited — or ask what you told me.</p>}
-        {messages.map((message) => (
-          <div key={message.id} className={`message ${message.role}`} data-role={message.role}>
-            {message.parts.map((part, index) => {
-              if (part.type === "text") return <p key={index}>{part.text}</p>;
-              const activity = activityOf(part as ToolPart);
-              return activity ? (
-                <span key={index} className="activity" data-testid="memory-activity">
-                  {activity}
-                </span>
-              ) : null;
-            })}
-          </div>
+    <section className="chat" aria-label="Chat">
+      {connection === "lost" && (
+        <div className="notice connection" role="alert">
+          <span>Connection lost. Reconnecting…</span>
+          <button type="button" className="secondary" onClick={() => agent.reconnect()}>
+            Reconnect now
+          </button>
+        </div>
+      )}
+      <div className="messages" role="log" aria-label="Conversation" aria-live="polite">
+        {messages.length === 0 && <p className="muted empty">Tell me something you read, watched or visited — or ask what you told me. Messages you send me on Telegram show up here too.</p>}
+        {messages.map((message, index) => (
+          <Message key={message.id} messages={messages} index={index} arrived={arrived} timeZone={timeZone} />
         ))}
+        {status === "submitted" && (
+          <p className="muted typing" role="status">
+            Soma is thinking…
+          </p>
+        )}
         <div ref={end} />
       </div>
       {/* A refused message (over the limit, too long) comes back as the turn's error, with the notice. */}
-      {error && status !== "submitted" && status !== "streaming" && (
+      {error && !busy && (
         <p className="notice" role="alert">
           {error.message}
         </p>
       )}
       <form className="composer" onSubmit={submit}>
-        <input
+        <textarea
           aria-label="Message"
+          aria-describedby="composer-hint"
           placeholder="I just finished reading…"
+          rows={Math.min(6, Math.max(1, draft.split("\n").length))}
           value={draft}
           onChange={(event) => setDraft(event.target.value)}
+          onKeyDown={onKeyDown}
           autoFocus
         />
-        <button type="submit" disabled={status === "streaming" || status === "submitted"}>
+        <button type="submit" disabled={busy || !draft.trim()}>
           Send
         </button>
       </form>
+      <p id="composer-hint" className="muted hint">
+        Enter sends · Shift+Enter for a new line
+        {connection === "connecting" && " · connecting…"}
+      </p>
     </section>
   );
 }

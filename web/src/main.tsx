@@ -1,9 +1,18 @@
-import { StrictMode, useEffect, useState } from "react";
+// The app shell: who is signed in, the top bar, and the page for the path. Each page is its own chunk
+// (React.lazy): /app loads the chat and nothing of Memories or Settings until they are opened.
+import { Component, lazy, StrictMode, Suspense, useEffect, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { api, type Me } from "./api";
-import { ChatPage } from "./chat";
-import { MemoriesPage } from "./memories";
-import { adoptBrowserTimeZone, SettingsPage } from "./settings";
+import { Link, useLocation } from "./router";
+import { adoptBrowserTimeZone } from "./timezone";
+
+const loadChat = () => import("./chat");
+// The chat is the page most visits open: fetch its chunk now, alongside /api/me, not after it.
+if (!window.location.pathname.startsWith("/app/")) void loadChat();
+const ChatPage = lazy(() => loadChat().then((m) => ({ default: m.ChatPage })));
+const MemoriesPage = lazy(() => import("./memories").then((m) => ({ default: m.MemoriesPage })));
+const MemoryPage = lazy(() => import("./memory-detail").then((m) => ({ default: m.MemoryPage })));
+const SettingsPage = lazy(() => import("./settings").then((m) => ({ default: m.SettingsPage })));
 
 const PAGES = [
   { path: "/app", label: "Chat" },
@@ -11,51 +20,73 @@ const PAGES = [
   { path: "/app/settings", label: "Settings" },
 ] as const;
 
-function usePath(): [string, (path: string) => void] {
-  const [path, setPath] = useState(window.location.pathname.replace(/\/$/, "") || "/app");
-  useEffect(() => {
-    const onPop = () => setPath(window.location.pathname.replace(/\/$/, ""));
-    window.addEventListener("popstate", onPop);
-    return () => window.removeEventListener("popstate", onPop);
-  }, []);
-  const navigate = (next: string) => {
-    window.history.pushState(null, "", next);
-    setPath(next);
-  };
-  return [path, navigate];
+/** A page that failed to load (its chunk, after a deploy) or to render shows why, not a blank screen. */
+class PageBoundary extends Component<{ children: ReactNode; resetKey: string }, { error: Error | null; key: string }> {
+  override state = { error: null as Error | null, key: this.props.resetKey };
+  static getDerivedStateFromError(error: Error) {
+    return { error };
+  }
+  static getDerivedStateFromProps(props: { resetKey: string }, state: { error: Error | null; key: string }) {
+    return props.resetKey === state.key ? null : { error: null, key: props.resetKey };
+  }
+  override render() {
+    if (!this.state.error) return this.props.children;
+    return (
+      <div className="notice" role="alert">
+        <p>This page could not be shown: {this.state.error.message}</p>
+        <button type="button" className="secondary" onClick={() => window.location.reload()}>
+          Reload
+        </button>
+      </div>
+    );
+  }
+}
+
+function Page({ me }: { me: Me }) {
+  const { path, search } = useLocation();
+  const memory = search.get("memory");
+  if (path === "/app/memories") return memory ? <MemoryPage id={memory} timeZone={me.timezone} /> : <MemoriesPage timeZone={me.timezone} />;
+  if (path === "/app/settings") return <SettingsPage me={me} />;
+  return <ChatPage timeZone={me.timezone} />;
 }
 
 function App() {
-  const [path, navigate] = usePath();
+  const { path, search } = useLocation();
   const [me, setMe] = useState<Me | null>(null);
+  const [failed, setFailed] = useState(false);
   useEffect(() => {
     // A failed adoption still shows the app (with the zone the server has).
-    api.me().then((me) => adoptBrowserTimeZone(me).then(setMe, () => setMe(me)), () => {});
+    api.me().then(
+      (me) => adoptBrowserTimeZone(me).then(setMe, () => setMe(me)),
+      () => setFailed(true),
+    );
   }, []);
+  if (failed)
+    return (
+      <p className="error centered" role="alert">
+        Soma could not be reached. <a href={path}>Try again</a>
+      </p>
+    );
   if (!me) return <p className="muted centered">Loading…</p>;
   return (
     <div className="shell">
       <header className="topbar">
         <strong className="brand">Soma</strong>
-        <nav>
+        <nav aria-label="Pages">
           {PAGES.map((page) => (
-            <a
-              key={page.path}
-              href={page.path}
-              className={path === page.path ? "active" : ""}
-              onClick={(event) => {
-                event.preventDefault();
-                navigate(page.path);
-              }}
-            >
+            <Link key={page.path} to={page.path} className={path === page.path ? "active" : ""} aria-current={path === page.path ? "page" : undefined}>
               {page.label}
-            </a>
+            </Link>
           ))}
         </nav>
-        <span className="muted">{me.displayName}</span>
+        <span className="muted who">{me.displayName}</span>
       </header>
       <main className="content">
-        {path === "/app/memories" ? <MemoriesPage /> : path === "/app/settings" ? <SettingsPage me={me} /> : <ChatPage />}
+        <PageBoundary resetKey={`${path}?${search}`}>
+          <Suspense fallback={<p className="muted">Loading…</p>}>
+            <Page me={me} />
+          </Suspense>
+        </PageBoundary>
       </main>
     </div>
   );

@@ -1,0 +1,83 @@
+// Shared by the browser suites: one `npm start` and one Debian Chromium (playwright-core) per file,
+// pages that collect console errors, the developer sign-in, and screenshots at phone and desktop width
+// under test-results/screenshots/ (git-ignored) for looking at by eye.
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { start, type Running } from "../../../ops/start";
+import { freePort } from "../helpers";
+
+export const SCREENSHOTS = fileURLToPath(new URL("../../../test-results/screenshots/", import.meta.url));
+export const PHONE = { width: 375, height: 740 };
+export const DESKTOP = { width: 1280, height: 800 };
+
+export interface Session {
+  app: Running;
+  browser: Browser;
+  stop(): Promise<void>;
+}
+
+/** `npm start` on a free port with its own state directory (plus `env`), and a headless Chromium. */
+export async function startSession(env: Record<string, string> = {}): Promise<Session> {
+  const app = await start(
+    { PORT: String(await freePort()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-browser-`), DATABASE_URL: "", ...env },
+    () => {},
+  );
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  return {
+    app,
+    browser,
+    stop: async () => {
+      await browser.close().catch(() => {});
+      await app.stop();
+    },
+  };
+}
+
+export interface WatchedPage {
+  page: Page;
+  /** Page errors and console errors so far (a test ends by expecting none). */
+  problems: string[];
+}
+
+/** A new page in its own context (own cookies) at desktop width, collecting errors. */
+export async function openPage(browser: Browser, options: { allow?: RegExp } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: DESKTOP, timezoneId: "Europe/Berlin" });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (error) => problems.push(error.message));
+  page.on("console", (message) => {
+    if (message.type() !== "error" || /favicon/.test(message.text())) return;
+    if (options.allow?.test(message.text())) return;
+    problems.push(message.text());
+  });
+  return { page, problems };
+}
+
+/** Signs in with the local developer button and waits for the chat. */
+export async function signInAsDeveloper(page: Page, baseUrl: string): Promise<void> {
+  await page.goto(`${baseUrl}/app`);
+  await page.getByRole("button", { name: "Sign in as the developer" }).click();
+  await page.waitForURL(`${baseUrl}/app`);
+  await page.getByRole("textbox", { name: "Message", exact: true }).waitFor();
+}
+
+/** Saves `name`-375.png and `name`-1280.png (full page), then puts the page back at desktop width. */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  for (const size of [PHONE, DESKTOP]) {
+    await page.setViewportSize(size);
+    // Let layout settle after the resize (and smooth scrolling end) before the picture.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    await page.screenshot({ path: `${SCREENSHOTS}${name}-${size.width}.png`, fullPage: true });
+  }
+}
+
+/** True when nothing on the page is wider than the viewport (no sideways scrolling at phone width). */
+export async function fitsWidth(page: Page): Promise<boolean> {
+  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+}

@@ -1,11 +1,12 @@
 // Bot commands, answered by the agent from its inbox like any message (in order, once), without the
-// model: /start /help /memories [type] /forget <name> /reset /login, and the person's time
-// (/timezone /reminders /cancel, agents/commands/time.ts).
+// model: /start /help /memories [type] /forget <name> /reset /login, the person's time
+// (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/facts.ts).
 import type { Database } from "../db/database";
 import { createLoginToken } from "../db/repositories/auth";
 import { archiveEntity, recallEntities, recentEntities } from "../db/repositories/memory";
 import { cancelCommand, remindersCommand, timezoneCommand } from "./commands/time";
 import { exportCommand } from "./commands/export";
+import { factsCommand } from "./commands/facts";
 import type { Reply } from "./inbox";
 
 export const WELCOME = [
@@ -13,13 +14,14 @@ export const WELCOME = [
   "",
   "Tell me things like \"I just finished reading Dune\" or \"I visited Lisbon\", then ask \"which books did I read?\".",
   "",
-  "/memories — what I remember · /forget <name> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
+  "/memories — what I remember · /facts — what I know about you · /forget <name> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
   "/timezone <city> — so reminders and briefs follow your clock, e.g. /timezone Berlin",
 ].join("\n");
 
 export const HELP = [
   "Commands:",
   "/memories [type] — your recent memories, e.g. /memories book",
+  "/facts — what I know about you (your diet, your city, …), numbered, with how sure I am",
   "/forget <name> — forget something, e.g. /forget Dune",
   "/reset — start a fresh conversation; your memories stay",
   "/login — a one-time link to the web app (valid 10 minutes)",
@@ -85,6 +87,8 @@ export async function answerCommand(text: string, context: CommandContext): Prom
       return remindersCommand(db, userId);
     case "cancel":
       return cancelCommand(db, userId, argument);
+    case "facts":
+      return factsCommand(db, userId, argument);
     case "export":
       return exportCommand();
     default:

@@ -1,6 +1,7 @@
 // The memory tools the model sees. The person is never an input: every tool is bound to this agent's
 // user id, and every database call runs through Database.withUser, so row-level security holds even
-// if the model is told to reach someone else's memories. Memories that came from email are fenced in
+// if the model is told to reach someone else's memories (the fact tools, agents/fact-tools.ts, too).
+// Memories that came from email are fenced in
 // what recall returns, and the tools that change something refuse to act on an email's say-so
 // (agents/untrusted-memory.ts).
 import { tool, type ModelMessage, type ToolSet } from "ai";
@@ -12,14 +13,16 @@ import {
   createReminder,
   entityNames,
   nameKeyFits,
-  recallEntities,
+  recallMemory,
   recordSource,
   relateEntities,
   updateEntityProperties,
   type SourceRef,
 } from "../db/repositories/memory";
+import { factTools } from "./fact-tools";
 import { idempotencyKey } from "./idempotency";
 import { localToInstant } from "./local-time";
+import { dateOrTime, recallWindow, startOf } from "./memory-time";
 import type { Embedder } from "./model/embeddings";
 import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
@@ -77,14 +80,18 @@ export function memoryTools(context: ToolContext): ToolSet {
           .refine(nameKeyFits, "the name is too long")
           .describe("The name or title, as the person said it"),
         properties: properties.optional().describe("Details worth keeping, e.g. {author: \"Frank Herbert\"}"),
+        happenedAt: dateOrTime
+          .optional()
+          .describe("When it happened, only if the person said so (\"I finished Dune last week\" → that date): 2026-05-01, or a local date and time"),
       }),
-      execute: async (input, { messages }) => {
+      execute: async ({ happenedAt, ...input }, { messages }) => {
         const refused = await refusal("memory_capture", [input.name], messages);
         if (refused) return { error: refused };
         const embedding = await embed(`${input.type}: ${input.name}`);
+        const happened = happenedAt === undefined ? null : startOf(happenedAt, context.timezone ?? "UTC");
         const result = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
-          return captureEntity(tx, userId, { ...input, embedding, sourceId });
+          return captureEntity(tx, userId, { ...input, embedding, sourceId, happenedAt: happened });
         });
         context.onActivity?.({ kind: "captured", entityId: result.entityId, type: input.type, name: input.name, created: result.created });
         return result;
@@ -92,15 +99,20 @@ export function memoryTools(context: ToolContext): ToolSet {
     }),
 
     memory_recall: tool({
-      description: "Search the person's memories by meaning, words and spelling. Pass `type` to list every memory of a kind (\"which books did I read?\" → type book).",
+      description:
+        "Search the person's memories (kind \"entity\") and the facts you know about them (kind \"fact\") by meaning, words and spelling. Pass `type` to list every memory of a kind (\"which books did I read?\" → type book), since/until for a time (\"last month\"). Each result has toldAt and, when known, happenedAt.",
       inputSchema: z.object({
         query: z.string().trim().min(1).max(500),
         type: entityType.optional(),
         limit: z.number().int().min(1).max(50).default(10),
+        since: dateOrTime.optional().describe("Only what happened (else was told) from this date or time on: 2026-05-01 is that whole day, the person's local time"),
+        until: dateOrTime.optional().describe("Only what happened (else was told) up to this date or time, inclusive: 2026-05-31 includes that whole day"),
       }),
-      execute: async (input) => {
+      execute: async ({ since, until, ...input }) => {
+        const window = recallWindow({ since, until }, context.timezone ?? "UTC");
+        if ("error" in window) return { error: window.error };
         const embedding = await embed(input.query);
-        const recalled = await db.withUser(userId, (tx) => recallEntities(tx, userId, { ...input, embedding }));
+        const recalled = await db.withUser(userId, (tx) => recallMemory(tx, userId, { ...input, ...window, embedding }));
         context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
         return fenceEmailDerived(recalled);
       },
@@ -179,5 +191,7 @@ export function memoryTools(context: ToolContext): ToolSet {
         return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
       },
     }),
+
+    ...factTools(context),
   };
 }

@@ -12,6 +12,7 @@ import { classifyFailure } from "./faults";
 import { APOLOGY } from "./inbox-policy";
 import { zoneOrUtc } from "./local-time";
 import { describeError, logJson } from "./log";
+import { loadProfile } from "./profile";
 import type { Embedder } from "./model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { createTelemetry } from "./telemetry/sinks";
@@ -97,9 +98,11 @@ export function turnStream(turn: Turn) {
         // outage (retried by the inbox): guessing UTC could set a reminder at the wrong hour.
         const person = await turn.db.withUser(userId, profileOf);
         const timezone = zoneOrUtc(person?.timezone);
+        // Their standing facts (agents/profile.ts); a failed read fails the turn the same way.
+        const profile = await loadProfile(turn.db, userId);
         const result = streamText({
           model: turn.model,
-          system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone }),
+          system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone, profile }),
           messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
           tools: memoryTools({
             db: turn.db,

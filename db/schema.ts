@@ -4,6 +4,7 @@
 import { sql } from "drizzle-orm";
 import {
   bigint,
+  check,
   customType,
   index,
   jsonb,
@@ -16,6 +17,7 @@ import {
   uuid,
   vector,
 } from "drizzle-orm/pg-core";
+import { FOLD_FROM, FOLD_TO } from "./search-key";
 
 /** Embedding width of `@cf/baai/bge-m3`, and of the local embedder that stands in for it. */
 export const EMBEDDING_DIMENSIONS = 1024;
@@ -30,6 +32,10 @@ const userId = () =>
     .notNull()
     .references(() => users.id, { onDelete: "cascade" });
 const embedding = () => vector("embedding", { dimensions: EMBEDDING_DIMENSIONS });
+/** When the person told it: the source message's time (backfilled from it by migration 0008). */
+const toldAt = () => timestamp("told_at", { withTimezone: true }).notNull().defaultNow();
+/** A name's search key: accents folded the way db/search-key.ts folds a query. */
+const folded = (column: string) => sql.raw(`translate(${column}, '${FOLD_FROM}', '${FOLD_TO}')`);
 
 // ---------------------------------------------------------------------------------------------
 // auth: sign-in identities and sessions. Only the narrow `soma_auth` role touches these.
@@ -159,13 +165,20 @@ export const entities = pgTable(
     normalizedName: text("normalized_name").notNull(),
     properties: jsonb("properties").$type<Record<string, unknown>>().notNull().default({}),
     embedding: embedding(),
+    /** normalized_name with accents folded: what the trigram index and recall compare. */
+    searchName: text("search_name").generatedAlwaysAs(folded("normalized_name")),
+    // 'simple': no stemming, no stop words — names in any language are kept word for word (recall
+    // matches a word's beginning instead, db/repositories/recall.ts).
     search: tsvector("search").generatedAlwaysAs(
-      sql`to_tsvector('simple'::regconfig, name || ' ' || type)`,
+      sql`to_tsvector('simple'::regconfig, ${folded("normalized_name")} || ' ' || type)`,
     ),
     status: text("status", { enum: ["active", "archived"] })
       .notNull()
       .default("active"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    toldAt: toldAt(),
+    /** When it happened, where the person said so ("I finished Dune last week"). */
+    happenedAt: timestamp("happened_at", { withTimezone: true }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -180,8 +193,10 @@ export const entities = pgTable(
     // Memory is written a few rows per turn and searched every turn: pay at insert time.
     // user_id first (btree_gin): a name or word scan stays inside one person's rows instead of reading
     // everyone's matches and leaving the policy to drop them (a timing side channel; bench/recall.ts).
-    index("entities_user_name_trgm").using("gin", t.userId, t.normalizedName.op("gin_trgm_ops")).with({ fastupdate: false }),
+    index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
     index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
+    // Recall with since/until bounds "when": when it happened if the person said so, else when told.
+    index("entities_user_when_idx").on(t.userId, sql`coalesce(${t.happenedAt}, ${t.toldAt})`),
   ],
 );
 
@@ -238,6 +253,7 @@ export const events = pgTable(
     status: text("status").notNull().default("recorded"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
     idempotencyKey: text("idempotency_key"),
+    toldAt: toldAt(),
     createdAt: createdAt(),
   },
   (t) => [
@@ -260,13 +276,17 @@ export const facts = pgTable(
     confidence: real("confidence").notNull().default(0.5),
     embedding: embedding(),
     supersededBy: uuid("superseded_by"),
+    /** 'extracted' by fact-extract, or 'correction': the person corrected a fact (fact_correct, PATCH /api/facts/:id). */
+    origin: text("origin", { enum: ["extracted", "correction"] }).notNull().default("extracted"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
+    toldAt: toldAt(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
   (t) => [
     index("facts_user_idx").on(t.userId),
     index("facts_user_subject_idx").on(t.userId, t.subject),
+    check("facts_origin_check", sql`${t.origin} in ('extracted', 'correction')`),
     index("facts_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
   ],
 );

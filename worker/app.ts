@@ -16,6 +16,7 @@ import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
 import { exportImport } from "./routes/export";
+import { facts } from "./routes/facts";
 import { google } from "./routes/google";
 import { health } from "./routes/health";
 import { mail } from "./routes/mail";
@@ -81,6 +82,7 @@ export function createApp() {
   app.route("/api/workflows", workflows);
   app.route("/api/webhooks/mail", mail);
   app.route("/api/memories", memories);
+  app.route("/api/facts", facts);
   app.route("/api/reminders", reminders);
   app.route("/api/ops", ops);
   app.route("/api", exportImport);

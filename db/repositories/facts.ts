@@ -75,15 +75,173 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
   return { factId: row.id, outcome: "superseded" };
 }
 
-/** The person's live facts, newest first. */
-export async function liveFacts(tx: Tx, limit: number): Promise<Array<{ id: string; statement: string; category: string; subject: string; confidence: number }>> {
-  return (await tx.execute(sql`
-    select id, statement, category, subject, confidence from facts
-    where superseded_by is null order by updated_at desc limit ${limit}`)) as unknown as Array<{
+export interface FactView {
+  id: string;
+  statement: string;
+  category: string;
+  subject: string;
+  confidence: number;
+  /** 'extracted' from a message, or 'correction': the person corrected an earlier fact. */
+  origin: string;
+  /** The fact that replaced this one; null for a current fact. */
+  supersededBy: string | null;
+  toldAt: string;
+  updatedAt: string;
+  /** The message it was learnt from: why Soma believes it. */
+  source: { kind: string; excerpt: string | null; at: string } | null;
+}
+
+type FactViewRow = {
+  id: string;
+  statement: string;
+  category: string;
+  subject: string;
+  confidence: number | string;
+  origin: string;
+  superseded_by: string | null;
+  told_at: string | Date;
+  updated_at: string | Date;
+  source_kind: string | null;
+  source_text: string | null;
+  source_at: string | Date | null;
+};
+
+const FACT_VIEW = sql`f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.superseded_by, f.told_at, f.updated_at,
+  s.kind as source_kind, s.payload ->> 'text' as source_text, s.created_at as source_at`;
+
+function toView(row: FactViewRow): FactView {
+  const at = (value: string | Date) => (value instanceof Date ? value : new Date(value)).toISOString();
+  return {
+    id: row.id,
+    statement: row.statement,
+    category: row.category,
+    subject: row.subject,
+    confidence: Number(Number(row.confidence).toFixed(3)),
+    origin: row.origin,
+    supersededBy: row.superseded_by,
+    toldAt: at(row.told_at),
+    updatedAt: at(row.updated_at),
+    source: row.source_kind ? { kind: row.source_kind, excerpt: row.source_text, at: at(row.source_at ?? row.told_at) } : null,
+  };
+}
+
+/**
+ * The person's facts with where each came from: the current ones (most confident, then most recently
+ * confirmed, first), then — with `history` — the superseded ones, newest first.
+ */
+export async function listFacts(tx: Tx, options: { history: boolean; limit: number }): Promise<FactView[]> {
+  const rows = (await tx.execute(sql`
+    select ${FACT_VIEW} from facts f left join sources s on s.id = f.source_id
+    ${options.history ? sql`` : sql`where f.superseded_by is null`}
+    order by (f.superseded_by is null) desc,
+             case when f.superseded_by is null then f.confidence end desc nulls last,
+             f.updated_at desc, f.id
+    limit ${options.limit}`)) as unknown as FactViewRow[];
+  return rows.map(toView);
+}
+
+export type Correction =
+  | { outcome: "corrected"; fact: FactView; supersededId: string }
+  | { outcome: "unchanged"; fact: FactView }
+  | { outcome: "not_found" }
+  | { outcome: "superseded"; currentId: string };
+
+/**
+ * The person corrects a current fact: a new fact (origin 'correction', confidence 1, same subject)
+ * supersedes it, and the old one stays as history — the same shape fact-extract gives a changed claim,
+ * so a later "I moved again" supersedes the correction in turn. Saying the same thing again changes
+ * nothing. A superseded fact is history and is not corrected: the answer names the current one.
+ */
+export async function correctFact(
+  tx: Tx,
+  userId: string,
+  factId: string,
+  change: { statement?: string | undefined; category?: string | undefined; embedding: number[] | null; sourceId: string | null },
+): Promise<Correction> {
+  const [old] = (await tx.execute(sql`
+    select id, statement, category, subject, superseded_by from facts where id = ${factId} for update`)) as unknown as Array<{
     id: string;
     statement: string;
     category: string;
     subject: string;
-    confidence: number;
+    superseded_by: string | null;
   }>;
+  if (!old) return { outcome: "not_found" };
+  if (old.superseded_by) {
+    const currentId = await currentOf(tx, old.superseded_by);
+    // The same correction again (a turn re-run after a crash, same message): it is already done.
+    const current = change.sourceId ? await factView(tx, currentId) : null;
+    const [mine] = current
+      ? ((await tx.execute(sql`select 1 from facts where id = ${currentId} and source_id = ${change.sourceId} and origin = 'correction'`)) as unknown as unknown[])
+      : [];
+    if (current && mine) return { outcome: "corrected", fact: current, supersededId: old.id };
+    return { outcome: "superseded", currentId };
+  }
+  const statement = change.statement?.trim() ?? old.statement;
+  const category = change.category ?? old.category;
+  if (normalizeName(statement) === normalizeName(old.statement) && category === old.category) {
+    return { outcome: "unchanged", fact: (await factView(tx, old.id))! };
+  }
+  // A new text needs its own embedding; a category change keeps the old text's.
+  const vector = change.statement !== undefined && change.embedding ? `[${change.embedding.join(",")}]` : null;
+  const [row] = (await tx.execute(sql`
+    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, origin)
+    select ${userId}, ${statement}, ${category}, subject, 1, ${change.statement !== undefined ? sql`${vector}::vector` : sql`embedding`},
+           ${change.sourceId}, 'correction'
+    from facts where id = ${old.id}
+    returning id`)) as unknown as Array<{ id: string }>;
+  if (!row) throw new Error("correctFact inserted no row");
+  await tx.execute(sql`update facts set superseded_by = ${row.id} where id = ${old.id}`);
+  return { outcome: "corrected", fact: (await factView(tx, row.id))!, supersededId: old.id };
+}
+
+/** The end of a supersede chain: the current fact that `id` led to. */
+async function currentOf(tx: Tx, id: string): Promise<string> {
+  const [row] = (await tx.execute(sql`
+    with recursive chain(id, next, depth) as (
+      select id, superseded_by, 0 from facts where id = ${id}
+      union all select f.id, f.superseded_by, c.depth + 1 from facts f join chain c on f.id = c.next where c.depth < 100
+    )
+    select id from chain order by depth desc limit 1`)) as unknown as Array<{ id: string }>;
+  return row?.id ?? id;
+}
+
+async function factView(tx: Tx, id: string): Promise<FactView | null> {
+  const [row] = (await tx.execute(sql`
+    select ${FACT_VIEW} from facts f left join sources s on s.id = f.source_id where f.id = ${id}`)) as unknown as FactViewRow[];
+  return row ? toView(row) : null;
+}
+
+/**
+ * Deletes a fact and the history behind it (the facts it superseded, and theirs): what the person
+ * deletes is gone from every prompt, recall and list. False when there is no such fact (for this person).
+ */
+export async function deleteFact(tx: Tx, factId: string): Promise<boolean> {
+  const rows = (await tx.execute(sql`
+    with recursive behind(id, depth) as (
+      select id, 0 from facts where id = ${factId}
+      union all select f.id, b.depth + 1 from facts f join behind b on f.superseded_by = b.id where b.depth < 100
+    )
+    delete from facts where id in (select id from behind) returning id`)) as unknown as Array<{ id: string }>;
+  return rows.length > 0;
+}
+
+/** The person's current facts, most confident and then most recently confirmed first. */
+export async function currentFacts(tx: Tx, limit: number): Promise<Array<{ id: string; statement: string; category: string; confidence: number }>> {
+  const rows = (await tx.execute(sql`
+    select id, statement, category, confidence from facts
+    where superseded_by is null order by confidence desc, updated_at desc, id limit ${limit}`)) as unknown as Array<{
+    id: string;
+    statement: string;
+    category: string;
+    confidence: number | string;
+  }>;
+  return rows.map((r) => ({ ...r, confidence: Number(r.confidence) }));
+}
+
+/** The statements of the person's facts among `ids` (unknown ids are left out). */
+export async function factStatements(tx: Tx, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = (await tx.execute(sql`select statement from facts where id in ${ids}`)) as unknown as Array<{ statement: string }>;
+  return rows.map((r) => r.statement);
 }

@@ -2,6 +2,7 @@
 // SDK's structured output, facts written under RLS on the test Postgres.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { correctFact } from "../../../db/repositories/facts";
 import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
 function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
@@ -10,7 +11,7 @@ function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
 
 async function factsOf(userId: string) {
   return testDb().withUser(userId, async (tx) =>
-    (await tx.execute(sql`select statement, subject, category, confidence, superseded_by from facts order by created_at`)) as unknown as Array<{
+    (await tx.execute(sql`select statement, subject, category, confidence, superseded_by from facts order by created_at, statement`)) as unknown as Array<{
       statement: string;
       subject: string;
       category: string;
@@ -50,6 +51,33 @@ describe("fact-extract", () => {
     expect(munich!.superseded_by).toBeNull();
     // 0.9 first, then a hedged 0.5: 0.7 · 0.9 + 0.3 · 0.5 = 0.78.
     expect(munich!.confidence).toBeCloseTo(0.78, 5);
+  });
+
+  it("marks extracted facts with when they were told, and a later claim supersedes the person's own correction", async () => {
+    const person = await newPerson();
+    const { factExtract } = testWorkflows().functions;
+    const started = Date.now();
+    await runOnce(factExtract, turn(person.id, "I live in Berlin."));
+    const [berlin] = (await testDb().withUser(person.id, (tx) =>
+      tx.execute(sql`select f.id, f.origin, f.told_at, s.created_at as source_at from facts f join sources s on s.id = f.source_id`),
+    )) as unknown as Array<{ id: string; origin: string; told_at: Date; source_at: Date }>;
+    expect(berlin!.origin).toBe("extracted");
+    expect(new Date(berlin!.told_at).getTime()).toBeGreaterThanOrEqual(started - 1000);
+    expect(Math.abs(new Date(berlin!.told_at).getTime() - new Date(berlin!.source_at).getTime())).toBeLessThan(5000);
+
+    // The person corrects it (fact_correct / PATCH /api/facts/:id), then tells the bot they moved.
+    const corrected = await testDb().withUser(person.id, (tx) => correctFact(tx, person.id, berlin!.id, { statement: "Lives in Potsdam", embedding: null, sourceId: null }));
+    expect(corrected).toMatchObject({ outcome: "corrected", fact: { statement: "Lives in Potsdam", origin: "correction", subject: "home city" } });
+    const { result } = await runOnce(factExtract, turn(person.id, "I moved to Munich."));
+    expect(result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "superseded" }] });
+    const chain = await testDb().withUser(person.id, async (tx) =>
+      (await tx.execute(sql`select statement, origin, superseded_by is null as current from facts order by created_at`)) as unknown as Array<{ statement: string; origin: string; current: boolean }>,
+    );
+    expect(chain).toEqual([
+      { statement: "Lives in Berlin", origin: "extracted", current: false },
+      { statement: "Lives in Potsdam", origin: "correction", current: false },
+      { statement: "Lives in Munich", origin: "extracted", current: true },
+    ]);
   });
 
   it("rejects bad event data without retrying", async () => {

@@ -1,0 +1,354 @@
+// Recall: the person's active entities and current facts ranked for one question, optionally bounded in
+// time. Every function takes a transaction Database.withUser opened (row-level security scopes it to one
+// person). Names and questions are compared by their search key (db/search-key.ts: lowercase, NFKC,
+// accents folded) so "cien anos" finds "Cien años" and "VERWANDLUNG" finds "Die Verwandlung"; the
+// full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
+// beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
+import { sql } from "drizzle-orm";
+import type { Tx } from "../database";
+import { FOLD_FROM, FOLD_TO, foldForSearch, normalizeName } from "../search-key";
+
+export interface RecallQuery {
+  query: string;
+  type?: string;
+  limit: number;
+  embedding: number[] | null;
+  /** Only what happened — or, with no such date, was told — at or after this instant. */
+  since?: Date;
+  /** Only what happened — or was told — before this instant (exclusive). */
+  before?: Date;
+}
+
+export type MatchKind = "vector" | "fulltext" | "trigram" | "type" | "time";
+
+type Source = { kind: string; externalId: string; excerpt: string | null; at: string } | null;
+
+export interface RecalledEntity {
+  kind: "entity";
+  entity: {
+    id: string;
+    type: string;
+    name: string;
+    properties: Record<string, unknown>;
+    createdAt: string;
+    updatedAt: string;
+  };
+  score: number;
+  matchedBy: MatchKind[];
+  source: Source;
+  /** When the person told it (the source message's time). */
+  toldAt: string;
+  /** When it happened, where the person said so. */
+  happenedAt: string | null;
+}
+
+export interface RecalledFact {
+  kind: "fact";
+  fact: { id: string; statement: string; category: string; subject: string; confidence: number; origin: string };
+  score: number;
+  matchedBy: MatchKind[];
+  source: Source;
+  toldAt: string;
+  /** Facts are standing claims, not occurrences: always null. */
+  happenedAt: null;
+}
+
+export type RecallResult = RecalledEntity | RecalledFact;
+
+/** Cosine distance past which a vector neighbour is noise rather than a match. */
+const MAX_VECTOR_DISTANCE = 0.6;
+/** Candidates each lexical retriever contributes before fusion. */
+const CANDIDATES = 50;
+/** Nearest neighbours taken from HNSW (db/database.ts sets the same ef_search). */
+const VECTOR_CANDIDATES = 20;
+/** Reciprocal-rank-fusion constant (Cormack et al.). */
+const RRF_K = 60;
+/** An exact name match outranks any fused score (one list's top rank is 1/61 ≈ 0.016). */
+const EXACT_NAME_BONUS = 0.05;
+/** Full-text matches ranked per query at most. */
+const FULLTEXT_RANKED = 200;
+/** Trigram similarity from which a name counts as a (misspelled) match. */
+const TRIGRAM_MATCH = 0.3;
+/** Word similarity from which a fact's words count as a (misspelled) match. */
+const FACT_TRIGRAM_MATCH = 0.5;
+/** Small nudge toward what was touched recently (decays over ~30 days). */
+const RECENCY_WEIGHT = 0.002;
+/** Small nudge toward facts the person stated surely. */
+const CONFIDENCE_WEIGHT = 0.002;
+/** Words from which only the beginning must match (a stem for inflected languages). */
+const STEM_FROM = 6;
+
+const STOPWORDS = new Set(
+  "a an and are as at be book books by did do does for from have how i in is it me my of on or read the to was what when where which who why with you your remember know about".split(" "),
+);
+
+/** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
+export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
+  const found: RecallResult[] = await recallEntities(tx, userId, query);
+  if (query.type) return found;
+  found.push(...(await recallFacts(tx, userId, query)));
+  return found.sort((a, b) => b.score - a.score).slice(0, query.limit);
+}
+
+/**
+ * Hybrid recall over the person's active entities: pgvector cosine (HNSW), full text and trigram
+ * similarity on names, and — when a type is given — every entity of that type (with a time bound and
+ * no type: everything in the window, newest first), fused with reciprocal-rank fusion plus a small
+ * recency term.
+ */
+export async function recallEntities(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledEntity[]> {
+  // Database transactions already set hnsw.iterative_scan and hnsw.ef_search (= VECTOR_CANDIDATES).
+  const rows = (await tx.execute(recallSql(userId, query))) as unknown as RecallRow[];
+  return rows.map(toRecalled);
+}
+
+/** The question's search key, its content words and its full-text terms. */
+function terms(text: string) {
+  // Postgres text cannot hold NUL: a query carrying one would fail the whole statement.
+  const key = foldForSearch(normalizeName(text.replaceAll("\u0000", "")));
+  const words = key
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((w) => w.length > 0 && !STOPWORDS.has(w))
+    .slice(0, 12);
+  // A long word matches by its beginning (Достоевского ~ Достоевский, Verwandlungen ~ Verwandlung);
+  // the last word is always a prefix (the person may still be typing it).
+  const term = (w: string, last: boolean) => {
+    const letters = [...w];
+    if (letters.length >= STEM_FROM) return `${letters.slice(0, Math.max(STEM_FROM - 1, letters.length - 3)).join("")}:*`;
+    return last ? `${w}:*` : w;
+  };
+  return { key, words, phrase: words.join(" "), tsTerms: words.map((w, i) => term(w, i === words.length - 1)) };
+}
+
+/** When a memory counts as being from: when it happened if the person said so, else when they told it. */
+const WHEN = sql.raw("coalesce(happened_at, told_at)");
+
+/** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
+export function recallSql(userId: string, query: RecallQuery) {
+  const { key, words, phrase, tsTerms } = terms(query.query);
+  const vector = vectorLiteral(query.embedding);
+  const bounded = query.since !== undefined || query.before !== undefined;
+  // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
+  // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
+  // the HNSW and GIN indexes instead of reading all of the person's rows through the btree.
+  // The type and time filters are only present when given, for the same reason.
+  const scope = sql`user_id = ${userId} and status = 'active'
+    ${query.type ? sql`and type = ${query.type}` : sql``}
+    ${query.since ? sql`and ${WHEN} >= ${query.since.toISOString()}::timestamptz` : sql``}
+    ${query.before ? sql`and ${WHEN} < ${query.before.toISOString()}::timestamptz` : sql``}`;
+  const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
+
+  const vectorHits = vector
+    ? sql`select id, search_name, row_number() over (order by distance) as rank from (
+          select id, search_name, embedding <=> ${vector}::vector as distance from entities
+          where ${scope} order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES}
+        ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`
+    : none;
+  // Every word must appear: selective enough for the GIN index.
+  const tsQuery = tsTerms.join(" & ");
+  const fulltextHits = words.length
+    ? sql`select id, search_name, row_number() over (order by ts_rank(search, q) desc) as rank
+          from (
+            -- Ranking is the costly part; a very common word ranks at most this many matches.
+            select id, search_name, search from entities
+            where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
+          ) matches, to_tsquery('simple', ${tsQuery}) q
+          order by ts_rank(search, q) desc limit ${CANDIDATES}`
+    : none;
+  // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
+  // similarity, which costs nothing; only when none of them is name-like does the statement fall
+  // back to a trigram index scan over all the person's names (a one-time filter skips it otherwise).
+  // (A typed question already lists every entity of the type, so it never needs the fallback.)
+  const fallback = query.type
+    ? sql``
+    : sql`union
+          select id, similarity(search_name, ${phrase}) as sim from entities
+          where ${scope} and search_name % ${phrase}
+            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})`;
+  const trigramHits = words.length
+    ? sql`select id, row_number() over (order by sim desc) as rank from (
+          select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
+          ${fallback}
+          order by sim desc limit ${CANDIDATES}
+        ) t`
+    : none;
+  const typeHits = query.type
+    ? sql`select id, null::text as search_name, row_number() over (order by updated_at desc) as rank
+          from entities where ${scope} order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}`
+    : none;
+  // "What did I do last week?": with a time bound and no type, the window itself is a list.
+  const timeHits =
+    bounded && !query.type
+      ? sql`select id, row_number() over (order by ${WHEN} desc) as rank
+            from entities where ${scope} order by ${WHEN} desc limit ${Math.max(query.limit, CANDIDATES)}`
+      : sql`select null::uuid as id, 0::bigint as rank where false`;
+
+  return sql`
+    with
+    vector_hits as materialized (${vectorHits}),
+    fulltext_hits as materialized (${fulltextHits}),
+    fuzzy as materialized (
+      select id, similarity(search_name, ${phrase}) as sim
+      from (select id, search_name from vector_hits union select id, search_name from fulltext_hits) c
+    ),
+    trigram_hits as (${trigramHits}),
+    type_hits as (${typeHits}),
+    time_hits as (${timeHits}),
+    fused as (
+      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
+        select id, rank, 'vector' as kind from vector_hits
+        union all select id, rank, 'fulltext' from fulltext_hits
+        union all select id, rank, 'trigram' from trigram_hits
+        union all select id, rank, 'type' from type_hits
+        union all select id, rank, 'time' from time_hits
+      ) hits group by id
+    )
+    select e.id, e.type, e.name, e.properties, e.created_at, e.updated_at, e.told_at, e.happened_at,
+           f.rrf
+             + case when e.search_name = ${key} then ${EXACT_NAME_BONUS}::float8 else 0 end
+             + ${RECENCY_WEIGHT}::float8 * exp(-extract(epoch from now() - e.updated_at) / (30 * 86400)) as score,
+           f.matched_by, s.kind as source_kind, s.external_id as source_external_id,
+           s.payload ->> 'text' as source_text, s.created_at as source_at
+    from fused f
+    join entities e on e.id = f.id
+    left join sources s on s.id = e.source_id
+    order by score desc
+    limit ${query.limit}`;
+}
+
+/**
+ * The person's current facts (never superseded ones) ranked for the question: cosine over their
+ * embeddings, full text and word similarity over statement, subject and category ("my diet" finds
+ * "Is vegetarian", subject "diet"), and with a time bound everything told in the window. A person holds tens or hundreds of facts, not 100k: they are
+ * scored directly (facts_user_idx), any word sufficing.
+ */
+export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
+  const { words, phrase, tsTerms } = terms(query.query);
+  const vector = vectorLiteral(query.embedding);
+  const folded = sql.raw(`translate(lower(statement || ' ' || subject || ' ' || category), '${FOLD_FROM}', '${FOLD_TO}')`);
+  const window = sql`${query.since ? sql`and told_at >= ${query.since.toISOString()}::timestamptz` : sql``}
+    ${query.before ? sql`and told_at < ${query.before.toISOString()}::timestamptz` : sql``}`;
+  const none = sql`select null::uuid as id, 0::bigint as rank where false`;
+  const vectorHits = vector
+    ? sql`select id, row_number() over (order by distance) as rank from (
+          select id, embedding <=> ${vector}::vector as distance from live where embedding is not null
+        ) d where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}`
+    : none;
+  const fulltextHits = words.length
+    ? sql`select id, row_number() over (order by ts_rank(to_tsvector('simple', key), q) desc) as rank
+          from live, to_tsquery('simple', ${tsTerms.join(" | ")}) q
+          where to_tsvector('simple', key) @@ q order by rank limit ${CANDIDATES}`
+    : none;
+  const trigramHits = words.length
+    ? sql`select id, row_number() over (order by word_similarity(${phrase}, key) desc) as rank
+          from live where word_similarity(${phrase}, key) >= ${FACT_TRIGRAM_MATCH} order by rank limit ${CANDIDATES}`
+    : none;
+  // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
+  const timeHits =
+    query.since !== undefined || query.before !== undefined
+      ? sql`select id, row_number() over (order by told_at desc) as rank from live order by told_at desc limit ${CANDIDATES}`
+      : none;
+  const rows = (await tx.execute(sql`
+    with
+    live as materialized (
+      select id, embedding, told_at, ${folded} as key from facts
+      where user_id = ${userId} and superseded_by is null ${window}
+    ),
+    fused as (
+      select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
+        select id, rank, 'vector' as kind from (${vectorHits}) v
+        union all select id, rank, 'fulltext' from (${fulltextHits}) t
+        union all select id, rank, 'trigram' from (${trigramHits}) g
+        union all select id, rank, 'time' from (${timeHits}) w
+      ) hits group by id
+    )
+    select f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.told_at,
+           u.rrf + ${CONFIDENCE_WEIGHT}::float8 * f.confidence as score, u.matched_by,
+           s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text, s.created_at as source_at
+    from fused u
+    join facts f on f.id = u.id
+    left join sources s on s.id = f.source_id
+    order by score desc
+    limit ${query.limit}`)) as unknown as FactRow[];
+  return rows.map((row) => ({
+    kind: "fact",
+    fact: { id: row.id, statement: row.statement, category: row.category, subject: row.subject, confidence: Number(Number(row.confidence).toFixed(3)), origin: row.origin },
+    score: Number(Number(row.score).toFixed(5)),
+    matchedBy: matchKinds(row.matched_by),
+    source: sourceOf(row, row.told_at),
+    toldAt: iso(row.told_at),
+    happenedAt: null,
+  }));
+}
+
+type SourceColumns = {
+  source_kind: string | null;
+  source_external_id: string | null;
+  source_text: string | null;
+  source_at: string | Date | null;
+};
+
+type RecallRow = SourceColumns & {
+  id: string;
+  type: string;
+  name: string;
+  properties: Record<string, unknown>;
+  created_at: string | Date;
+  updated_at: string | Date;
+  told_at: string | Date;
+  happened_at: string | Date | null;
+  score: string | number;
+  matched_by: MatchKind[] | string;
+};
+
+type FactRow = SourceColumns & {
+  id: string;
+  statement: string;
+  category: string;
+  subject: string;
+  confidence: number | string;
+  origin: string;
+  told_at: string | Date;
+  score: string | number;
+  matched_by: MatchKind[] | string;
+};
+
+function toRecalled(row: RecallRow): RecalledEntity {
+  return {
+    kind: "entity",
+    entity: {
+      id: row.id,
+      type: row.type,
+      name: row.name,
+      properties: row.properties,
+      createdAt: iso(row.created_at),
+      updatedAt: iso(row.updated_at),
+    },
+    score: Number(Number(row.score).toFixed(5)),
+    matchedBy: matchKinds(row.matched_by),
+    source: sourceOf(row, row.created_at),
+    toldAt: iso(row.told_at),
+    happenedAt: row.happened_at === null ? null : iso(row.happened_at),
+  };
+}
+
+function sourceOf(row: SourceColumns, fallbackAt: string | Date): Source {
+  return row.source_kind && row.source_external_id
+    ? { kind: row.source_kind, externalId: row.source_external_id, excerpt: row.source_text, at: iso(row.source_at ?? fallbackAt) }
+    : null;
+}
+
+function matchKinds(value: MatchKind[] | string): MatchKind[] {
+  // Postgres text[] output ("{a,b}") when the driver has not parsed it.
+  const kinds = Array.isArray(value) ? value : value.replace(/^\{|\}$/g, "").split(",").filter(Boolean);
+  return (kinds as MatchKind[]).sort();
+}
+
+/** pgvector's text form, or null. */
+export function vectorLiteral(embedding: number[] | null): string | null {
+  return embedding ? `[${embedding.join(",")}]` : null;
+}
+
+function iso(value: string | Date): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}

@@ -21,7 +21,7 @@ function parseDetails(text: string, before: Record<string, unknown>): Record<str
   for (const [n, line] of text.split("\n").entries()) {
     if (!line.trim()) continue;
     const colon = line.indexOf(":");
-    if (colon < 1) return `Line ${n + 1} needs a name and a colon, like “author: Frank Herbert”.`;
+    if (colon < 1) return `Line ${n + 1} needs a colon, like “author: Frank Herbert”.`;
     const key = line.slice(0, colon).trim();
     const value = line.slice(colon + 1).trim();
     const old = before[key];
@@ -59,7 +59,7 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
         <input value={type} onChange={(e) => setType(e.target.value)} required maxLength={40} pattern="[A-Za-z][A-Za-z0-9_ \-]*" />
       </label>
       <label>
-        Details <span className="muted">(one per line, “name: value”)</span>
+        Details <span className="muted">(one per line, like “author: Frank Herbert”)</span>
         <textarea value={details} onChange={(e) => setDetails(e.target.value)} rows={Math.max(3, details.split("\n").length + 1)} />
       </label>
       {state.error && (

@@ -96,6 +96,9 @@ describe("the chat page", () => {
     await box.press("Enter");
     await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("longer than 8,000 characters");
     await screenshots(page, "chat-refused");
+    // Even an unbroken 8,001-character line wraps: nothing scrolls sideways on a phone.
+    await page.setViewportSize({ width: 375, height: 740 });
+    expect(await fitsWidth(page)).toBe(true);
     expect(problems).toEqual([]);
   });
 

@@ -66,14 +66,15 @@ export async function signInAsDeveloper(page: Page, baseUrl: string): Promise<vo
   await page.getByRole("textbox", { name: "Message", exact: true }).waitFor();
 }
 
-/** Saves `name`-375.png and `name`-1280.png (full page), then puts the page back at desktop width. */
+/** Saves `name`-375.png and `name`-1280.png (the whole page unless it is very long), then back to desktop width. */
 export async function screenshots(page: Page, name: string): Promise<void> {
   mkdirSync(SCREENSHOTS, { recursive: true });
   for (const size of [PHONE, DESKTOP]) {
     await page.setViewportSize(size);
     // Let layout settle after the resize (and smooth scrolling end) before the picture.
     await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-    await page.screenshot({ path: `${SCREENSHOTS}${name}-${size.width}.png`, fullPage: true });
+    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    await page.screenshot({ path: `${SCREENSHOTS}${name}-${size.width}.png`, fullPage: height <= 2400 });
   }
 }
 

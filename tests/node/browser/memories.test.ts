@@ -40,18 +40,25 @@ const names = (page: Page) => page.getByTestId("memory").locator(".memory-name")
 describe("the Memories pages", () => {
   let page: Page;
   let problems: string[];
+  let userId: string;
 
   beforeAll(async () => {
     // The error, not-found and collision states below are real 500/404/409 answers, which Chromium logs.
     ({ page, problems } = await openPage(session.browser, { allow: /status of (404|409|500)/ }));
     await signInAsDeveloper(page, session.app.url);
-    const me = (await page.evaluate(() => fetch("/api/me").then((r) => r.json()))) as { id: string };
-    await seedMemories(me.id);
+    ({ id: userId } = (await page.evaluate(() => fetch("/api/me").then((r) => r.json()))) as { id: string });
   });
   afterAll(() => expect(problems).toEqual([]));
 
-  it("lists memories newest first, a page at a time, and fits a phone", async () => {
+  it("says there is nothing yet before anything is remembered", async () => {
     await page.getByRole("link", { name: "Memories" }).click();
+    await expect.poll(() => page.getByText("Nothing here yet.", { exact: false }).count(), { timeout: 10_000 }).toBe(1);
+    await screenshots(page, "memories-empty");
+    await seedMemories(userId);
+    await page.reload();
+  });
+
+  it("lists memories newest first, a page at a time, and fits a phone", async () => {
     await expect.poll(() => page.getByTestId("memory").count(), { timeout: 10_000 }).toBe(50);
     expect((await names(page)).slice(0, 5)).toEqual(["Frank Herbert", "Dune", "Emma", "Note 1", "Note 2"]);
     expect(await page.getByTestId("memory").nth(1).innerText()).toContain("Telegram · “I just finished Dune”");

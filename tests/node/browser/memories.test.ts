@@ -70,6 +70,7 @@ describe("the Memories pages", () => {
     expect((await names(page)).at(-1)).toBe("Old Map Shop");
     await page.setViewportSize(PHONE);
     expect(await fitsWidth(page)).toBe(true);
+    await page.evaluate(() => window.scrollTo(0, 0));
     await screenshots(page, "memories-list");
   });
 

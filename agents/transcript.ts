@@ -5,11 +5,18 @@ import type { SourceRef } from "../db/repositories/memory";
 
 export interface MessageSource {
   source?: SourceRef;
+  /** When the person wrote it, or when the reply was written (ISO 8601): the chat shows it. */
+  at?: string;
 }
 
 /** A person's message in the conversation, with where it came from (the provenance of what it teaches). */
-export function userMessage(id: string, text: string, source: SourceRef): UIMessage {
-  return { id, role: "user", parts: [{ type: "text", text }], metadata: { source: { ...source, payload: { text } } } satisfies MessageSource };
+export function userMessage(id: string, text: string, source: SourceRef, at: Date = new Date()): UIMessage {
+  return {
+    id,
+    role: "user",
+    parts: [{ type: "text", text }],
+    metadata: { source: { ...source, payload: { text } }, at: at.toISOString() } satisfies MessageSource,
+  };
 }
 
 /** The text parts of a message, joined. */

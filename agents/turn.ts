@@ -91,6 +91,8 @@ export function turnStream(turn: Turn) {
         writer.write(chunk);
         void listener?.write(SSE.encode(`data: ${JSON.stringify(chunk)}\n\n`)).catch(() => {});
       };
+      // The reply's time, kept with the message (the chat shows it).
+      emit({ type: "message-metadata", messageMetadata: { at: new Date().toISOString() } satisfies MessageSource });
       let failure: unknown;
       let output = "";
       try {

@@ -339,7 +339,7 @@ export class UserAgent extends AIChatAgent<Env> {
     const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
     if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) await this.#dropMessages([messageId]);
     const present = this.messages.some((m) => m.id === messageId);
-    const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source)]), { signal });
+    const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source, new Date(item.received_at))]), { signal });
     const failure = this.#turnFailures.get(messageId);
     this.#turnFailures.delete(messageId);
     if (failure !== undefined || result.status !== "completed") {
@@ -371,8 +371,8 @@ export class UserAgent extends AIChatAgent<Env> {
       await this.#dropReplyTo(item.id);
       const source = JSON.parse(item.source_ref) as SourceRef;
       const present = this.messages.some((m) => m.id === item.id);
-      const apology: UIMessage = { id: `apology-${item.id}`, role: "assistant", parts: [{ type: "text", text: APOLOGY }] };
-      await this.persistMessages([...this.messages.filter((m) => m.id !== apology.id), ...(present ? [] : [userMessage(item.id, item.text, source)]), apology]);
+      const apology: UIMessage = { id: `apology-${item.id}`, role: "assistant", parts: [{ type: "text", text: APOLOGY }], metadata: { at: new Date().toISOString() } };
+      await this.persistMessages([...this.messages.filter((m) => m.id !== apology.id), ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]), apology]);
     }
     if (outcome === "dead") {
       await deadLetters(this.env).add({

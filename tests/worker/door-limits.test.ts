@@ -150,3 +150,22 @@ describe("an erased agent (account deleted)", () => {
     expect(left.keys.filter((key) => key !== "__ps_name" && key !== "soma_erased_at" && !key.startsWith("cf_"))).toEqual([]);
   });
 });
+
+describe("the conversation keeps each message's time", () => {
+  it("a person's message carries when it was written and a reply when it was written, through every door", async () => {
+    const chatId = newChatId();
+    const person = await createPerson(testDatabase(), { displayName: "Clock", telegramUserId: chatId, telegramChatId: chatId });
+    const before = Date.now();
+    expect((await postUpdate(textUpdate(chatId, "I visited Porto"))).status).toBe(200);
+    await waitForReplies(chatId, 1, 15_000);
+    await readChatStream(await postChat(await sessionCookie(person), "I visited Faro"));
+    const agent = await getAgentByName(env.UserAgent, person.id);
+    const times = await runInDurableObject(agent, (instance: UserAgent) => instance.messages.map((m) => (m.metadata as { at?: string } | undefined)?.at));
+    expect(times).toHaveLength(4);
+    for (const at of times) {
+      expect(at).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(Date.parse(at!)).toBeGreaterThanOrEqual(before - 1000);
+      expect(Date.parse(at!)).toBeLessThanOrEqual(Date.now());
+    }
+  });
+});

@@ -1,9 +1,9 @@
 // The memory tools the model sees. The person is never an input: every tool is bound to this agent's
 // user id, and every database call runs through Database.withUser, so row-level security holds even
 // if the model is told to reach someone else's memories (the fact tools, agents/fact-tools.ts, too).
-// Memories that came from email are fenced in
-// what recall returns, and the tools that change something refuse to act on an email's say-so
-// (agents/untrusted-memory.ts).
+// Memories that came from email are fenced in what recall returns, and the tools that change something
+// refuse to act on an email's say-so (agents/untrusted-memory.ts). Dates the model gives are read on
+// the person's clock (agents/memory-time.ts).
 import { tool, type ModelMessage, type ToolSet } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";

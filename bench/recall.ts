@@ -2,11 +2,16 @@
 // person holding 1k, 10k and 100k entities among 10 people (the other nine hold 1k each). Each scale
 // runs ≥ 200 recalls of mixed kinds — typed lists, exact names, prefixes, misspellings, partial-word
 // queries — through the same path as the tool: local embedding + Database.withUser + recallEntities.
+// The path is the tool's: recallMemory, entities and the person's current facts (the target holds
+// FACTS of them). A third of the entities carry a happened_at, all a told_at spread over a year, and
+// three kinds of question are bounded in time like memory_recall's since/until (issue 13): a typed list
+// of one month, an exact name inside a two-day window, and a week with no type and no useful words
+// (entities_user_when_idx, migration 0008).
 // Two designs of the name and full-text GIN indexes are measured on the same data (BENCH_DESIGNS):
-//   global      (normalized_name gin_trgm_ops), (search): a scan returns every person's matches and
+//   global      (search_name gin_trgm_ops), (search): a scan returns every person's matches and
 //               the policy drops the others' rows after reading them
-//   per-person  (user_id, normalized_name gin_trgm_ops), (user_id, search) with btree_gin: the scan
-//               itself is limited to the person (migration 0006)
+//   per-person  (user_id, search_name gin_trgm_ops), (user_id, search) with btree_gin: the scan
+//               itself is limited to the person (migrations 0006, 0008)
 // For each: p50/p95 per scale and kind, "found" (the entity asked for among the results; typed lists:
 // any result) and how many heap rows the statement read and then dropped (EXPLAIN ANALYZE: rows a
 // filter or recheck removed; a GIN scan's walk over other people's index entries is not counted). Writes bench/results/recall.json and .md.
@@ -16,7 +21,8 @@ import postgres from "postgres";
 import { localEmbedder } from "../agents/model/embeddings";
 import { Database } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
-import { normalizeName, recallEntities, recallSql } from "../db/repositories/memory";
+import { recordFact } from "../db/repositories/facts";
+import { normalizeName, recallMemory, recallSql } from "../db/repositories/memory";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { percentile, round } from "./support";
@@ -24,14 +30,17 @@ import { percentile, round } from "./support";
 const SCALES = (process.env.BENCH_SCALES ?? "1000,10000,100000").split(",").map(Number);
 const OTHER_PEOPLE = 9;
 const OTHERS_EACH = 1000;
-const QUERIES_PER_SCALE = Number(process.env.BENCH_QUERIES ?? 240);
+const QUERIES_PER_SCALE = Number(process.env.BENCH_QUERIES ?? 320);
+/** Current facts the target person holds (searched by every untyped recall). */
+const FACTS = 300;
+const DAY_MS = 86_400_000;
 const DESIGNS = {
   global: [
-    "create index entities_name_trgm on entities using gin (normalized_name gin_trgm_ops) with (fastupdate = off)",
+    "create index entities_name_trgm on entities using gin (search_name gin_trgm_ops) with (fastupdate = off)",
     "create index entities_search_gin on entities using gin (search) with (fastupdate = off)",
   ],
   "per-person": [
-    "create index entities_user_name_trgm on entities using gin (user_id, normalized_name gin_trgm_ops) with (fastupdate = off)",
+    "create index entities_user_name_trgm on entities using gin (user_id, search_name gin_trgm_ops) with (fastupdate = off)",
     "create index entities_user_search_gin on entities using gin (user_id, search) with (fastupdate = off)",
   ],
 } as const;
@@ -50,34 +59,52 @@ function nameFor(i: number): string {
   return `The ${cap(a)} ${cap(b)} ${c} ${cap(d)}`;
 }
 const cap = (w: string) => w[0]!.toUpperCase() + w.slice(1);
+/** When the last load finished: the time-bounded questions count back from it. */
+let loadedAt = Date.now();
 
 async function load(db: Database, userId: string, from: number, to: number) {
   const batch = 500;
   for (let start = from; start < to; start += batch) {
     const names = Array.from({ length: Math.min(batch, to - start) }, (_, k) => start + k);
     const vectors = await localEmbedder.embed(names.map((i) => `${TYPES[i % TYPES.length]}: ${nameFor(i)}`));
-    const values = names.map((i, k) => sql`(${userId}, ${TYPES[i % TYPES.length]}, ${nameFor(i)}, ${normalizeName(nameFor(i))}, ${`[${vectors[k]!.join(",")}]`}::vector, now() - (${i % 365} * interval '1 day'))`);
+    const values = names.map(
+      (i, k) =>
+        sql`(${userId}, ${TYPES[i % TYPES.length]}, ${nameFor(i)}, ${normalizeName(nameFor(i))}, ${`[${vectors[k]!.join(",")}]`}::vector,
+             now() - (${i % 365} * interval '1 day'), now() - (${i % 365} * interval '1 day'), ${happenedDaysAgo(i) === null ? null : sql`now() - (${happenedDaysAgo(i)} * interval '1 day')`})`,
+    );
     await db.withUser(userId, (tx) =>
-      tx.execute(sql`insert into entities (user_id, type, name, normalized_name, embedding, updated_at) values ${sql.join(values, sql`, `)} on conflict do nothing`),
+      tx.execute(sql`insert into entities (user_id, type, name, normalized_name, embedding, updated_at, told_at, happened_at) values ${sql.join(values, sql`, `)} on conflict do nothing`),
     );
   }
 }
 
-type Kind = "typed list" | "exact name" | "prefix" | "misspelling" | "partial words";
+/** Days before the load that entity i happened, for a third of them (the rest only have told_at). */
+function happenedDaysAgo(i: number): number | null {
+  return i % 3 === 0 ? i % 730 : null;
+}
+/** Days ago entity i counts as being from: happened if known, else told. */
+const whenDaysAgo = (i: number) => happenedDaysAgo(i) ?? i % 365;
 
-type Query = { kind: Kind; query: string; type?: string; limit: number; expected: string };
+const KINDS = ["typed list", "exact name", "prefix", "misspelling", "partial words", "typed list, one month", "exact name, two days", "one week, no type"] as const;
+type Kind = (typeof KINDS)[number];
+
+type Query = { kind: Kind; query: string; type?: string; limit: number; expected: string; since?: Date; before?: Date };
 
 function queries(size: number): Query[] {
   const out: Query[] = [];
   for (let q = 0; q < QUERIES_PER_SCALE; q++) {
     const i = (q * 7919) % size;
     const expected = nameFor(i);
-    const kind = (["typed list", "exact name", "prefix", "misspelling", "partial words"] as const)[q % 5]!;
+    const kind = KINDS[q % KINDS.length]!;
+    const daysAgo = (days: number) => new Date(loadedAt - days * DAY_MS);
     if (kind === "typed list") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s did I save?`, type: TYPES[q % TYPES.length], limit: 50, expected });
     if (kind === "exact name") out.push({ kind, query: expected, limit: 10, expected });
     if (kind === "prefix") out.push({ kind, query: expected.split(" ").slice(0, 3).join(" "), limit: 10, expected });
     if (kind === "misspelling") out.push({ kind, query: expected.replace(/([aeiou])/, "$1$1"), limit: 10, expected });
     if (kind === "partial words") out.push({ kind, query: `${expected.split(" ")[2]} ${expected.split(" ").at(-1)}`, limit: 10, expected });
+    if (kind === "typed list, one month") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s last month?`, type: TYPES[q % TYPES.length], limit: 50, expected, since: daysAgo(60), before: daysAgo(30) });
+    if (kind === "exact name, two days") out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 1), before: daysAgo(whenDaysAgo(i) - 1) });
+    if (kind === "one week, no type") out.push({ kind, query: "what did I do?", limit: 10, expected, since: daysAgo(7), before: daysAgo(0) });
   }
   return out;
 }
@@ -89,6 +116,16 @@ async function main() {
   await setupDatabase(pg.url, () => {}, { worker });
   const db = new Database(workerDatabaseUrl(pg.url, worker), { max: 4 });
   const target = await createPerson(db, { displayName: "bench-target" });
+  // Their own words, none shared with the entities' names: a fact never answers a name query by accident.
+  const VERBS = "cooks|plays|collects|studies|avoids|grows|repairs|paints|visits|trains".split("|");
+  const NOUNS = "tea|chess|stamps|piano|cheese|bonsai|clocks|tulips|kayaks|violins|ceramics|tango|origami|pottery|falconry|sourdough|fencing|yoga|bicycles|marmalade|kites|opera|cacti|sushi|vinyl|karate|sudoku|quilts|pasta|saunas".split("|");
+  const statements = Array.from({ length: FACTS }, (_, i) => `${cap(VERBS[i % 10]!)} ${NOUNS[Math.floor(i / 10) % 30]} #${i}`);
+  const factVectors = await localEmbedder.embed(statements);
+  await db.withUser(target.id, async (tx) => {
+    for (const [i, statement] of statements.entries()) {
+      await recordFact(tx, target.id, { statement, category: "preference", subject: `likes: ${i}`, confidence: 0.5 + (i % 5) / 10, embedding: factVectors[i]!, sourceId: null });
+    }
+  });
   for (let p = 0; p < OTHER_PEOPLE; p++) {
     const other = await createPerson(db, { displayName: `bench-other-${p}` });
     await load(db, other.id, 0, OTHERS_EACH);
@@ -105,6 +142,7 @@ async function main() {
     await owner.unsafe("set maintenance_work_mem = '1GB'; create index entities_embedding_hnsw on entities using hnsw (embedding vector_cosine_ops); analyze entities");
     loaded = scale;
     console.error(`loaded ${scale} entities for the target person in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    loadedAt = Date.now();
     const all = queries(scale);
     for (const design of DESIGN_NAMES) {
       await owner.unsafe(INDEX_NAMES.map((name) => `drop index if exists ${name}`).join("; "));
@@ -115,7 +153,7 @@ async function main() {
         const t0 = performance.now();
         const names = await run(q);
         const ms = performance.now() - t0;
-        const found = q.kind === "typed list" ? names.length > 0 : names.includes(q.expected);
+        const found = q.kind.startsWith("typed list") || q.kind === "one week, no type" ? names.length > 0 : names.includes(q.expected);
         // Every fifth query again under EXPLAIN ANALYZE: heap rows read and then dropped.
         const othersRead = n % 5 === 0 ? await rowsDropped(q) : undefined;
         for (const key of [q.kind, "all"]) {
@@ -135,9 +173,9 @@ async function main() {
   }
 
   /** Rows the recall statement's scans of entities read and then removed (policy filter or recheck). */
-  async function rowsDropped(q: { query: string; type?: string; limit: number }): Promise<number> {
+  async function rowsDropped(q: Query): Promise<number> {
     const [embedding] = await localEmbedder.embed([q.query]);
-    const statement = recallSql(target.id, { query: q.query, ...(q.type ? { type: q.type } : {}), limit: q.limit, embedding: embedding! });
+    const statement = recallSql(target.id, { ...recallQuery(q), embedding: embedding! });
     const rows = (await db.withUser(target.id, (tx) => tx.execute(sql`explain (analyze, format json) ${statement}`))) as unknown as Array<{ "QUERY PLAN": unknown }>;
     let dropped = 0;
     const visit = (node: Record<string, unknown>) => {
@@ -149,10 +187,14 @@ async function main() {
     return dropped;
   }
 
-  async function run(q: { query: string; type?: string; limit: number }) {
+  function recallQuery(q: Query) {
+    return { query: q.query, limit: q.limit, ...(q.type ? { type: q.type } : {}), ...(q.since ? { since: q.since } : {}), ...(q.before ? { before: q.before } : {}) };
+  }
+
+  async function run(q: Query) {
     const [embedding] = await localEmbedder.embed([q.query]);
-    const rows = await db.withUser(target.id, (tx) => recallEntities(tx, target.id, { query: q.query, ...(q.type ? { type: q.type } : {}), limit: q.limit, embedding: embedding! }));
-    return rows.map((r) => r.entity.name);
+    const rows = await db.withUser(target.id, (tx) => recallMemory(tx, target.id, { ...recallQuery(q), embedding: embedding! }));
+    return rows.map((r) => (r.kind === "entity" ? r.entity.name : r.fact.statement));
   }
 
   const lines = [
@@ -162,7 +204,7 @@ async function main() {
   ];
   const table = lines.join("\n");
   console.log(table);
-  const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, engine: "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol" };
+  const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, facts: FACTS, engine: "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol" };
   writeFileSync(new URL("./results/recall.json", import.meta.url), JSON.stringify({ ...meta, results }, null, 2) + "\n");
   writeFileSync(new URL("./results/recall.md", import.meta.url), `# memory_recall latency\n\n${JSON.stringify(meta)}\n\n${table}\n`);
   await owner.end({ timeout: 1 });

@@ -229,19 +229,19 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   const window = sql`${query.since ? sql`and told_at >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and told_at < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
+  // Each fact is read and scored once (distance, words, similarity), then ranked per retriever.
   const vectorHits = vector
-    ? sql`select id, row_number() over (order by distance) as rank from (
-          select id, embedding <=> ${vector}::vector as distance from live where embedding is not null
-        ) d where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}`
+    ? sql`select id, row_number() over (order by distance) as rank from live
+          where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}`
     : none;
   const fulltextHits = words.length
-    ? sql`select id, row_number() over (order by ts_rank(to_tsvector('simple', key), q) desc) as rank
+    ? sql`select id, row_number() over (order by ts_rank(doc, q) desc) as rank
           from live, to_tsquery('simple', ${tsTerms.join(" | ")}) q
-          where to_tsvector('simple', key) @@ q order by rank limit ${CANDIDATES}`
+          where doc @@ q order by rank limit ${CANDIDATES}`
     : none;
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by word_similarity(${phrase}, key) desc) as rank
-          from live where word_similarity(${phrase}, key) >= ${FACT_TRIGRAM_MATCH} order by rank limit ${CANDIDATES}`
+    ? sql`select id, row_number() over (order by wsim desc) as rank
+          from live where wsim >= ${FACT_TRIGRAM_MATCH} order by rank limit ${CANDIDATES}`
     : none;
   // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
   const timeHits =
@@ -251,8 +251,14 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   const rows = (await tx.execute(sql`
     with
     live as materialized (
-      select id, embedding, told_at, ${folded} as key from facts
-      where user_id = ${userId} and superseded_by is null ${window}
+      select id, told_at,
+             ${vector ? sql`embedding <=> ${vector}::vector` : sql`null::float8`} as distance,
+             to_tsvector('simple', key) as doc,
+             ${words.length ? sql`word_similarity(${phrase}, key)` : sql`0::real`} as wsim
+      from (
+        select id, told_at, embedding, ${folded} as key from facts
+        where user_id = ${userId} and superseded_by is null ${window}
+      ) f
     ),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (

@@ -10,7 +10,7 @@
 // Rows go in with one statement per table (the rows travel as one jsonb parameter: a file may hold far
 // more rows than a statement may have parameters). Embeddings are not part of the file: an imported
 // memory is found by its words until it is captured again.
-import { asc, ne, sql } from "drizzle-orm";
+import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
 import type { Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-format";
@@ -167,6 +167,21 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     added: { sources: sourceIds.added, entities: entityIds.added, facts: addedFacts.length, edges: addedEdges.length, events: addedEvents.length },
     reminders,
   };
+}
+
+/** The import's dry run: what importMemory would add, from the same statements, rolled back to a savepoint. */
+export async function previewImport(tx: Tx, userId: string, input: MemoryExport, now = new Date()): Promise<ImportOutcome["added"]> {
+  let added: ImportOutcome["added"] | undefined;
+  try {
+    await tx.transaction(async (savepoint) => {
+      added = (await importMemory(savepoint, userId, input, now)).added;
+      savepoint.rollback();
+    });
+  } catch (error) {
+    if (!(error instanceof TransactionRollbackError)) throw error;
+  }
+  if (!added) throw new Error("previewImport ended without counts");
+  return added;
 }
 
 type IdMap = { map: Map<string, string>; added: number };

@@ -21,12 +21,16 @@ export interface MemoryItem {
   status: "active" | "archived";
   createdAt: string;
   updatedAt: string;
+  /** When the person told Soma (the source message's time for older rows). */
+  toldAt: string;
+  /** When it happened, if the person said so. */
+  happenedAt: string | null;
   source: MemorySource | null;
 }
 
 export interface MemoryPageQuery {
   type?: string;
-  /** Learned at or after (inclusive) / before (exclusive): created_at until entities get their told-at column. */
+  /** When it happened else when it was told — coalesce(happened_at, told_at) — at or after `from` (inclusive), before `to` (exclusive). */
   from?: Date;
   to?: Date;
   cursor?: string;
@@ -78,6 +82,8 @@ type ItemRow = {
   status: "active" | "archived";
   created_at: string | Date;
   updated_at: string | Date;
+  told_at: string | Date;
+  happened_at: string | Date | null;
   cursor_at: string;
   source_kind: string | null;
   source_external_id: string | null;
@@ -85,7 +91,7 @@ type ItemRow = {
   source_at: string | Date | null;
 };
 
-const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created_at, e.updated_at,
+const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created_at, e.updated_at, e.told_at, e.happened_at,
   to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
   s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text, s.created_at as source_at`;
 
@@ -97,8 +103,9 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const conditions: SQL[] = [sql`e.user_id = ${userId}`, sql`e.status = 'active'`];
   if (query.type) conditions.push(sql`e.type = ${query.type}`);
-  if (query.from) conditions.push(sql`e.created_at >= ${query.from.toISOString()}::timestamptz`);
-  if (query.to) conditions.push(sql`e.created_at < ${query.to.toISOString()}::timestamptz`);
+  // The same expression as the entities_user_when_idx index, so a range is an index scan.
+  if (query.from) conditions.push(sql`coalesce(e.happened_at, e.told_at) >= ${query.from.toISOString()}::timestamptz`);
+  if (query.to) conditions.push(sql`coalesce(e.happened_at, e.told_at) < ${query.to.toISOString()}::timestamptz`);
   if (after) conditions.push(sql`(e.created_at, e.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
   const rows = (await tx.execute(sql`
     select ${ITEM_COLUMNS}
@@ -221,6 +228,8 @@ function toItem(row: ItemRow): MemoryItem {
     status: row.status,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
+    toldAt: iso(row.told_at),
+    happenedAt: row.happened_at ? iso(row.happened_at) : null,
     source:
       row.source_kind && row.source_external_id
         ? { kind: row.source_kind, externalId: row.source_external_id, excerpt: row.source_text, at: iso(row.source_at ?? row.created_at) }

@@ -20,8 +20,8 @@ async function signedIn() {
   return { person, cookie, request, patch };
 }
 
-/** Inserts memories as `person` (through the RLS helper), each `createdAt` given, and returns their ids. */
-async function seedMemories(person: Person, memories: Array<{ type: string; name: string; createdAt: string; text?: string; kind?: string }>) {
+/** Inserts memories as `person` (through the RLS helper), told at `createdAt` (and happened at `happenedAt`), and returns their ids. */
+async function seedMemories(person: Person, memories: Array<{ type: string; name: string; createdAt: string; happenedAt?: string; text?: string; kind?: string }>) {
   return testDatabase().withUser(person.id, async (tx) => {
     const ids: string[] = [];
     for (const m of memories) {
@@ -30,8 +30,8 @@ async function seedMemories(person: Person, memories: Array<{ type: string; name
         values (${person.id}, ${m.kind ?? "web"}, ${crypto.randomUUID()}, ${JSON.stringify({ text: m.text ?? `I read ${m.name}` })}::jsonb, ${m.createdAt}::timestamptz)
         returning id`)) as unknown as Array<{ id: string }>;
       const [row] = (await tx.execute(sql`
-        insert into entities (user_id, type, name, normalized_name, source_id, created_at)
-        values (${person.id}, ${m.type}, ${m.name}, ${m.name.toLowerCase()}, ${source!.id}, ${m.createdAt}::timestamptz)
+        insert into entities (user_id, type, name, normalized_name, source_id, created_at, told_at, happened_at)
+        values (${person.id}, ${m.type}, ${m.name}, ${m.name.toLowerCase()}, ${source!.id}, ${m.createdAt}::timestamptz, ${m.createdAt}::timestamptz, ${m.happenedAt ?? null}::timestamptz)
         returning id`)) as unknown as Array<{ id: string }>;
       ids.push(row!.id);
     }
@@ -91,6 +91,18 @@ describe("GET /api/memories paging", () => {
       { type: "book", count: 2 },
       { type: "place", count: 1 },
     ]);
+  });
+
+  it("filters by when a memory happened, else when it was told, and answers both dates", async () => {
+    const me = await signedIn();
+    await seedMemories(me.person, [
+      { type: "trip", name: "Lisbon Trip", createdAt: "2024-03-15T10:00:00Z", happenedAt: "2019-07-01T10:00:00Z" },
+      { type: "book", name: "Told In March", createdAt: "2024-03-16T10:00:00Z" },
+    ]);
+    const march = await me.request("/api/memories?from=2024-03-01T00:00:00Z&to=2024-04-01T00:00:00Z");
+    expect(march.body.memories.map((m: { name: string }) => m.name)).toEqual(["Told In March"]);
+    const summer2019 = await me.request("/api/memories?from=2019-07-01T00:00:00Z&to=2019-08-01T00:00:00Z");
+    expect(summer2019.body.memories).toEqual([expect.objectContaining({ name: "Lisbon Trip", toldAt: "2024-03-15T10:00:00.000Z", happenedAt: "2019-07-01T10:00:00.000Z" })]);
   });
 });
 

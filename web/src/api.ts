@@ -11,6 +11,46 @@ export interface Me {
   environment: string;
 }
 
+export interface Fact {
+  id: string;
+  statement: string;
+  category: string;
+  subject: string;
+  /** 0–1: how sure Soma is (a correction by the person is 1). */
+  confidence: number;
+  /** "extracted" from a message, or "correction" by the person. */
+  origin: string;
+  /** The fact that replaced this one; null for a current fact. */
+  supersededBy: string | null;
+  toldAt: string;
+  updatedAt: string;
+  source: MemorySource | null;
+}
+
+/** The categories the server accepts for a correction (agents/facts.ts FACT_CATEGORIES; it answers 400 for others). */
+export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
+
+export type ReminderStatus = "scheduled" | "delivering" | "delivered" | "undeliverable" | "cancelled";
+
+export interface Reminder {
+  id: string;
+  text: string;
+  /** When it is due (UTC ISO). */
+  at: string;
+  status: ReminderStatus;
+  createdAt: string;
+}
+
+/** What an import adds, per kind (a dry run: what it would add). */
+export interface ImportCounts {
+  sources: number;
+  entities: number;
+  facts: number;
+  edges: number;
+  events: number;
+  messages: number;
+}
+
 export interface MemorySource {
   kind: string;
   excerpt: string | null;
@@ -24,6 +64,9 @@ export interface Memory {
   properties: Record<string, unknown>;
   status?: "active" | "archived";
   createdAt: string;
+  /** When the person told Soma; `happenedAt` when they said when it happened. */
+  toldAt: string;
+  happenedAt: string | null;
   source: MemorySource | null;
 }
 
@@ -43,7 +86,7 @@ export interface MemoryDetail {
 export interface MemoryFilter {
   q?: string;
   type?: string;
-  /** ISO date-times: learned at or after `from`, before `to`. */
+  /** ISO date-times: happened (else told) at or after `from`, before `to`. */
   from?: string;
   to?: string;
 }
@@ -83,5 +126,14 @@ export const api = {
   restore: (id: string) => request<{ restored: boolean }>(`/api/memories/${encodeURIComponent(id)}/restore`, { method: "POST" }),
   setTimezone: (timezone: string) =>
     request<{ timezone: string }>("/api/me/timezone", { method: "PUT", headers: JSON_HEADERS, body: JSON.stringify({ timezone }) }),
+  facts: () => request<{ current: Fact[]; superseded: Fact[] }>("/api/facts"),
+  correctFact: (id: string, change: { statement?: string; category?: string }) =>
+    request<{ fact: Fact; replaces: string | null }>(`/api/facts/${encodeURIComponent(id)}`, { method: "PATCH", headers: JSON_HEADERS, body: JSON.stringify(change) }),
+  deleteFact: (id: string) => request<{ deleted: boolean }>(`/api/facts/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  reminders: () => request<{ upcoming: Reminder[]; past: Reminder[] }>("/api/reminders"),
+  cancelReminder: (id: string) => request<{ cancelled: boolean; reminder: Reminder }>(`/api/reminders/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
+  importFile: (text: string, dryRun: boolean) =>
+    request<{ imported: ImportCounts }>(`/api/import${dryRun ? "?dryRun=1" : ""}`, { method: "POST", headers: JSON_HEADERS, body: text }),
   deleteAccount: () => request<{ deleted: boolean }>("/api/account", { method: "DELETE" }),
 };

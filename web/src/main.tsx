@@ -1,5 +1,5 @@
 // The app shell: who is signed in, the top bar, and the page for the path. Each page is its own chunk
-// (React.lazy): /app loads the chat and nothing of Memories or Settings until they are opened.
+// (React.lazy): /app loads the chat and nothing of the other pages until they are opened.
 import { Component, lazy, StrictMode, Suspense, useEffect, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { api, type Me } from "./api";
@@ -12,11 +12,15 @@ if (!window.location.pathname.startsWith("/app/")) void loadChat();
 const ChatPage = lazy(() => loadChat().then((m) => ({ default: m.ChatPage })));
 const MemoriesPage = lazy(() => import("./memories").then((m) => ({ default: m.MemoriesPage })));
 const MemoryPage = lazy(() => import("./memory-detail").then((m) => ({ default: m.MemoryPage })));
+const FactsPage = lazy(() => import("./facts").then((m) => ({ default: m.FactsPage })));
+const RemindersPage = lazy(() => import("./reminders").then((m) => ({ default: m.RemindersPage })));
 const SettingsPage = lazy(() => import("./settings").then((m) => ({ default: m.SettingsPage })));
 
 const PAGES = [
   { path: "/app", label: "Chat" },
   { path: "/app/memories", label: "Memories" },
+  { path: "/app/facts", label: "Facts" },
+  { path: "/app/reminders", label: "Reminders" },
   { path: "/app/settings", label: "Settings" },
 ] as const;
 
@@ -46,6 +50,8 @@ function Page({ me }: { me: Me }) {
   const { path, search } = useLocation();
   const memory = search.get("memory");
   if (path === "/app/memories") return memory ? <MemoryPage id={memory} timeZone={me.timezone} /> : <MemoriesPage timeZone={me.timezone} />;
+  if (path === "/app/facts") return <FactsPage timeZone={me.timezone} />;
+  if (path === "/app/reminders") return <RemindersPage timeZone={me.timezone} />;
   if (path === "/app/settings") return <SettingsPage me={me} />;
   return <ChatPage timeZone={me.timezone} />;
 }

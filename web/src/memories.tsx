@@ -1,4 +1,4 @@
-// The person's memories: search (recall), filter by type and by when they were learned, newest first
+// The person's memories: search (recall), filter by type and by when they happened (else were told), newest first
 // a page at a time; each opens its own page. Forgetting one can be undone. The filters live in the
 // query string, so back from a memory's page returns to the same list.
 import { useCallback, useEffect, useState } from "react";
@@ -113,7 +113,7 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
             </option>
           ))}
         </select>
-        <select aria-label="Learned" value={when} onChange={(e) => setParam(search, { when: e.target.value, from: "", to: "" })}>
+        <select aria-label="When" value={when} onChange={(e) => setParam(search, { when: e.target.value, from: "", to: "" })}>
           {RANGES.map((r) => (
             <option key={r.value} value={r.value}>
               {r.label}

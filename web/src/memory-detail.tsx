@@ -203,6 +203,17 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
         </>
       )}
       <h2>Where Soma learned it</h2>
+      <p className="dates">
+        Told <time dateTime={memory.toldAt}>{formatFull(memory.toldAt, timeZone)}</time>
+        {memory.happenedAt ? (
+          <>
+            {" "}
+            · happened <time dateTime={memory.happenedAt}>{formatFull(memory.happenedAt, timeZone)}</time>
+          </>
+        ) : (
+          <span className="muted"> · when it happened was not said</span>
+        )}
+      </p>
       {memory.source ? (
         <p className="provenance">
           From {doorName(memory.source.kind)} on <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>

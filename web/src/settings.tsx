@@ -1,83 +1,159 @@
-// Timezone, linked accounts, sign out, delete everything.
-import { useState } from "react";
+// Timezone, linked Telegram and Google, export and import, sign out, delete everything.
+import { useState, type FormEvent } from "react";
 import { api, type Me } from "./api";
+import { DataSettings } from "./settings-data";
+import { browserTimeZone, TIMEZONE_ADOPTED_KEY } from "./timezone";
 
-/** The browser's own zone (what the select offers first). */
-export function browserTimeZone(): string {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
-}
-
-/**
- * On a first sign-in the person's zone is still the default UTC: take the browser's instead, once per
- * browser (so choosing UTC in Settings later sticks). Returns the person as it now is.
- */
-export async function adoptBrowserTimeZone(me: Me): Promise<Me> {
-  const zone = browserTimeZone();
-  if (me.timezone !== "UTC" || zone === "UTC" || localStorage.getItem("soma.timezone-adopted")) return me;
-  localStorage.setItem("soma.timezone-adopted", "1");
-  const { timezone } = await api.setTimezone(zone);
-  return { ...me, timezone };
-}
+/** What the person types to delete everything: deliberate, never a slip of the finger. */
+const DELETE_PHRASE = "delete everything";
 
 function TimezoneSetting({ me }: { me: Me }) {
   const zones = Intl.supportedValuesOf("timeZone");
+  const device = browserTimeZone();
   const [saved, setSaved] = useState(me.timezone);
   const [choice, setChoice] = useState(me.timezone);
-  const [state, setState] = useState<{ saving: boolean; error: string | null }>({ saving: false, error: null });
-  const options = [...new Set([browserTimeZone(), saved, "UTC", ...zones])];
-  const save = async () => {
-    setState({ saving: true, error: null });
+  const [state, setState] = useState<{ saving: boolean; error: string | null; done: boolean }>({ saving: false, error: null, done: false });
+  const options = [...new Set([device, saved, "UTC", ...zones])];
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setState({ saving: true, error: null, done: false });
     try {
       setSaved((await api.setTimezone(choice)).timezone);
-      localStorage.setItem("soma.timezone-adopted", "1");
-      setState({ saving: false, error: null });
+      localStorage.setItem(TIMEZONE_ADOPTED_KEY, "1");
+      setState({ saving: false, error: null, done: true });
     } catch (error) {
-      setState({ saving: false, error: (error as Error).message });
+      setState({ saving: false, error: (error as Error).message, done: false });
     }
   };
   return (
     <>
       <h2>Timezone</h2>
       <p className="muted">Reminders, the morning brief (08:00) and the weekly review (Sunday 18:00) follow it. Now: {saved}.</p>
-      <div className="filters">
-        <select aria-label="Timezone" value={choice} onChange={(e) => setChoice(e.target.value)} disabled={state.saving}>
+      <form className="filters" onSubmit={(e) => void save(e)}>
+        <select aria-label="Timezone" value={choice} onChange={(e) => (setChoice(e.target.value), setState((s) => ({ ...s, done: false })))} disabled={state.saving}>
           {options.map((zone) => (
             <option key={zone} value={zone}>
-              {zone === browserTimeZone() ? `${zone} (this device)` : zone}
+              {zone === device ? `${zone} (this device)` : zone}
             </option>
           ))}
         </select>
-        <button className="secondary" onClick={() => void save()} disabled={state.saving || choice === saved}>
+        <button type="submit" className="secondary" disabled={state.saving || choice === saved}>
           {state.saving ? "Saving…" : "Save"}
         </button>
-      </div>
-      {state.error && <p className="error">{state.error}</p>}
+      </form>
+      {state.done && (
+        <p className="muted" role="status">
+          Saved: times now follow {saved}.
+        </p>
+      )}
+      {state.error && (
+        <p className="error" role="alert">
+          {state.error}
+        </p>
+      )}
+    </>
+  );
+}
+
+function LinkedAccounts({ me }: { me: Me }) {
+  const bot = me.telegram.bot;
+  return (
+    <>
+      <h2>Telegram</h2>
+      {me.telegram.linked ? (
+        <p>
+          Linked. Talk to Soma at{" "}
+          {bot ? (
+            <a href={`https://t.me/${bot}`} target="_blank" rel="noreferrer">
+              @{bot}
+            </a>
+          ) : (
+            "its bot"
+          )}
+          ; send <code>/login</code> there for a link that signs you in here.
+        </p>
+      ) : (
+        <p>
+          Not linked. This account began on the web; a Telegram account is linked when it begins with the bot.
+          {bot && (
+            <>
+              {" "}
+              Soma on Telegram is{" "}
+              <a href={`https://t.me/${bot}`} target="_blank" rel="noreferrer">
+                @{bot}
+              </a>
+              .
+            </>
+          )}
+        </p>
+      )}
+      <h2>Google · Gmail</h2>
+      {me.google.connected ? (
+        <p>Connected: Soma reads {me.google.email ?? "your mailbox"} (read-only).</p>
+      ) : me.google.available ? (
+        <>
+          <p className="muted">Not connected. Connect your mailbox and Soma learns from your mail (read-only; you can delete it all here).</p>
+          <a className="button secondary inline" href="/auth/google/start?intent=connect">
+            Connect Gmail (read-only)
+          </a>
+        </>
+      ) : (
+        <p className="muted">Not connected. Google is not set up on this server.</p>
+      )}
+    </>
+  );
+}
+
+function DeleteEverything() {
+  const [typed, setTyped] = useState("");
+  const [state, setState] = useState<{ deleting: boolean; error: string | null }>({ deleting: false, error: null });
+  const confirmed = typed.trim().toLowerCase() === DELETE_PHRASE;
+  const remove = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!confirmed) return;
+    setState({ deleting: true, error: null });
+    try {
+      await api.deleteAccount();
+      window.location.assign("/login");
+    } catch (error) {
+      setState({ deleting: false, error: (error as Error).message });
+    }
+  };
+  return (
+    <>
+      <h2>Delete everything</h2>
+      <p className="muted">Your memories, facts, reminders, the conversation, the Gmail connection and your account go for good. This cannot be undone; download your data first if you want to keep it.</p>
+      <form className="danger-zone" onSubmit={(e) => void remove(e)} aria-label="Delete everything">
+        <label>
+          Type “{DELETE_PHRASE}” to confirm
+          <input value={typed} onChange={(e) => setTyped(e.target.value)} autoComplete="off" spellCheck={false} disabled={state.deleting} />
+        </label>
+        <button type="submit" className="danger" disabled={!confirmed || state.deleting}>
+          {state.deleting ? "Deleting…" : "Delete all my data"}
+        </button>
+      </form>
+      {state.error && (
+        <p className="error" role="alert">
+          Deleting failed: {state.error}
+        </p>
+      )}
     </>
   );
 }
 
 export function SettingsPage({ me }: { me: Me }) {
-  const deleteAll = async () => {
-    if (!window.confirm("Delete all your memories, your conversation and your account? This cannot be undone.")) return;
-    await api.deleteAccount();
-    window.location.assign("/login");
-  };
   return (
-    <section className="settings">
+    <section className="settings" aria-label="Settings">
       <TimezoneSetting me={me} />
-      <h2>Telegram</h2>
-      <p>{me.telegram.linked ? "Linked." : me.telegram.bot ? `Not linked. Send /start to @${me.telegram.bot}.` : "Not linked."}</p>
-      <h2>Google · Gmail</h2>
-      <p>{me.google.connected ? `Connected as ${me.google.email}.` : "Not connected."}</p>
-      {me.google.available && !me.google.connected && (
-        <a className="button secondary" href="/auth/google/start?intent=connect">Connect Gmail (read-only)</a>
-      )}
+      <LinkedAccounts me={me} />
+      <DataSettings />
       <h2>Session</h2>
       <form method="post" action="/logout">
-        <button type="submit" className="secondary">Sign out</button>
+        <button type="submit" className="secondary">
+          Sign out
+        </button>
       </form>
-      <h2>Your data</h2>
-      <button className="danger" onClick={() => void deleteAll()}>Delete all my data</button>
+      <DeleteEverything />
     </section>
   );
 }

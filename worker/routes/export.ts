@@ -4,6 +4,8 @@
 //                     conversation their agent keeps
 //   POST /api/import  loads such a file into their memory, idempotently (a second import adds
 //                     nothing), and answers how many rows and messages it added
+//   POST /api/import?dryRun=1  the same checks and statements, rolled back: answers the counts an
+//                     import would add ({dryRun: true, imported}) and writes nothing (the web app's preview)
 // An import is refused whole with a 4xx JSON error before anything is written: over 10 MB (413, counted
 // while the body is read), not JSON (400), not a Soma export or another version (400, saying which),
 // or any row that does not fit the format (400, naming the path of the first problem).
@@ -13,7 +15,8 @@ import { exportFile } from "../../agents/commands/export";
 import { emitEvents } from "../../agents/workflows/client";
 import { reminderCreated } from "../../agents/workflows/events";
 import { ExportedConversation, ExportEnvelope, EXPORT_VERSION, SomaExport } from "../../db/export-format";
-import { importMemory } from "../../db/repositories/export";
+import { importMemory, previewImport } from "../../db/repositories/export";
+import { importableMessages } from "../../agents/conversation-transfer";
 import { agentFor } from "../agent-routing";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
@@ -21,6 +24,9 @@ import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
+
+/** The messages an import keeps at most (UserAgent.maxPersistedMessages), for the dry run's count. */
+const PREVIEW_MESSAGES_KEPT = 500;
 
 /** The largest file an import reads (an export of tens of thousands of memories fits). */
 export const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
@@ -50,6 +56,14 @@ export const exportImport = new Hono<AppEnv>()
     if (!parsed.success) throw new ApiError("bad_request", `Invalid export file: ${firstProblem(parsed.error)}`);
     const { conversation, ...rows } = parsed.data;
     const userId = c.var.person.id;
+
+    if (c.req.query("dryRun") === "1") {
+      const added = await c.var.db.withUser(userId, (tx) => previewImport(tx, userId, rows));
+      const agent = await agentFor(c.env, userId);
+      const present = new Set(ExportedConversation.parse(JSON.parse(await agent.transcript())).map((m) => m.id));
+      const messages = importableMessages(conversation, present, rows.exportedAt, PREVIEW_MESSAGES_KEPT).length;
+      return c.json({ dryRun: true, imported: { ...added, messages } });
+    }
 
     const outcome = await c.var.db.withUser(userId, (tx) => importMemory(tx, userId, rows));
     const agent = await agentFor(c.env, userId);

@@ -56,7 +56,7 @@ describe("the chat page", () => {
 
     // Keyboard only: the message box has focus on arrival.
     const box = page.getByRole("textbox", { name: "Message" });
-    expect(await box.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await box.evaluate("(el) => el === document.activeElement")).toBe(true);
     await page.keyboard.type("I just finished reading Dune");
     await page.keyboard.press("Enter");
     const reply = page.getByRole("article", { name: "From Soma" }).last();

@@ -1,5 +1,5 @@
-// Guards the web app's code splitting: the chat page (/app) loads without the Memories, memory and
-// Settings pages' code, no chunk grows past Vite's 500 kB warning, and the first load is measured.
+// Guards the web app's code splitting: the chat page (/app) loads without the Memories, memory, Facts,
+// Reminders and Settings pages' code, no chunk grows past Vite's 500 kB warning, and the first load is measured.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,8 @@ import { webFirstLoad, type WebLoad } from "../../../ops/web-bundle";
 const OTHER_PAGES = {
   memories: "No memories match these filters.",
   "memory-detail": "Where Soma learned it",
+  facts: "Soma does not know anything about you yet.",
+  reminders: "Nothing coming up.",
   settings: "Delete all my data",
 };
 

@@ -72,13 +72,14 @@ export async function screenshots(page: Page, name: string): Promise<void> {
   for (const size of [PHONE, DESKTOP]) {
     await page.setViewportSize(size);
     // Let layout settle after the resize (and smooth scrolling end) before the picture.
-    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-    const height = await page.evaluate(() => document.documentElement.scrollHeight);
+    await page.evaluate("new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))");
+    const height = await page.evaluate<number>("document.documentElement.scrollHeight");
     await page.screenshot({ path: `${SCREENSHOTS}${name}-${size.width}.png`, fullPage: height <= 2400 });
   }
 }
 
 /** True when nothing on the page is wider than the viewport (no sideways scrolling at phone width). */
 export async function fitsWidth(page: Page): Promise<boolean> {
-  return page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth);
+  // A string: the browser evaluates it, and the Node tsconfig has no DOM types.
+  return page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth");
 }

@@ -17,16 +17,16 @@ afterAll(() => session?.stop());
 async function seedMemories(userId: string): Promise<void> {
   const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
   try {
-    await sql`insert into entities (user_id, type, name, normalized_name, created_at)
-      select ${userId}, 'note', 'Note ' || n, 'note ' || n, now() - interval '2 days' - n * interval '1 minute' from generate_series(1, 130) n`;
+    await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at)
+      select ${userId}, 'note', 'Note ' || n, 'note ' || n, now() - interval '2 days' - n * interval '1 minute', now() - interval '2 days' - n * interval '1 minute' from generate_series(1, 130) n`;
     const [source] = await sql`insert into sources (user_id, kind, external_id, payload, created_at)
       values (${userId}, 'telegram', '42:7', ${sql.json({ text: "I just finished Dune" })}, now() - interval '1 hour') returning id`;
-    const [dune] = await sql`insert into entities (user_id, type, name, normalized_name, properties, source_id, created_at)
-      values (${userId}, 'book', 'Dune', 'dune', ${sql.json({ author: "Frank Herbert" })}, ${source!.id}, now() - interval '1 hour') returning id`;
-    const [herbert] = await sql`insert into entities (user_id, type, name, normalized_name, created_at)
-      values (${userId}, 'person', 'Frank Herbert', 'frank herbert', now() - interval '50 minutes') returning id`;
-    await sql`insert into entities (user_id, type, name, normalized_name, created_at) values (${userId}, 'book', 'Emma', 'emma', now() - interval '3 hours')`;
-    await sql`insert into entities (user_id, type, name, normalized_name, created_at) values (${userId}, 'place', 'Old Map Shop', 'old map shop', timestamptz '2023-06-15T12:00:00Z')`;
+    const [dune] = await sql`insert into entities (user_id, type, name, normalized_name, properties, source_id, created_at, told_at, happened_at)
+      values (${userId}, 'book', 'Dune', 'dune', ${sql.json({ author: "Frank Herbert" })}, ${source!.id}, now() - interval '1 hour', now() - interval '1 hour', timestamptz '2024-02-03T10:00:00Z') returning id`;
+    const [herbert] = await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at)
+      values (${userId}, 'person', 'Frank Herbert', 'frank herbert', now() - interval '50 minutes', now() - interval '50 minutes') returning id`;
+    await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at) values (${userId}, 'book', 'Emma', 'emma', now() - interval '3 hours', now() - interval '3 hours')`;
+    await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at) values (${userId}, 'place', 'Old Map Shop', 'old map shop', timestamptz '2023-06-15T12:00:00Z', timestamptz '2023-06-15T12:00:00Z')`;
     await sql`insert into edges (user_id, from_id, to_id, type) values (${userId}, ${dune!.id}, ${herbert!.id}, 'written_by')`;
     await sql`insert into events (user_id, kind, occurred_at, payload, status, entity_ids)
       values (${userId}, 'reminder', now() + interval '2 days', ${sql.json({ text: "lend Dune to Sam" })}, 'scheduled', array[${dune!.id}]::uuid[])`;
@@ -70,7 +70,7 @@ describe("the Memories pages", () => {
     expect((await names(page)).at(-1)).toBe("Old Map Shop");
     await page.setViewportSize(PHONE);
     expect(await fitsWidth(page)).toBe(true);
-    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.evaluate("window.scrollTo(0, 0)");
     await screenshots(page, "memories-list");
   });
 
@@ -81,11 +81,11 @@ describe("the Memories pages", () => {
     await page.getByRole("combobox", { name: "Type" }).selectOption("book");
     await expect.poll(() => names(page), { timeout: 10_000 }).toEqual(["Dune", "Emma"]);
     await page.getByRole("combobox", { name: "Type" }).selectOption("");
-    await page.getByRole("combobox", { name: "Learned" }).selectOption("custom");
+    await page.getByRole("combobox", { name: "When" }).selectOption("custom");
     await page.getByLabel("From").fill("2023-06-01");
     await page.getByLabel("Until").fill("2023-06-30");
     await expect.poll(() => names(page), { timeout: 10_000 }).toEqual(["Old Map Shop"]);
-    await page.getByRole("combobox", { name: "Learned" }).selectOption("7d");
+    await page.getByRole("combobox", { name: "When" }).selectOption("7d");
     await expect.poll(() => page.getByTestId("memory").count(), { timeout: 10_000 }).toBe(50);
     expect(await names(page)).not.toContain("Old Map Shop");
     await page.getByRole("searchbox", { name: "Search memories" }).fill("zzzqqq");

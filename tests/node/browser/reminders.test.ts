@@ -1,0 +1,139 @@
+// Guards the Reminders page as a person uses it, in Debian's Chromium against `npm start`: upcoming and
+// past reminders with their status, in the person's timezone (not the browser's); cancelling after a
+// confirmation; a reminder already being sent refused with the server's words; loading, empty and error
+// states — found by visible text and accessible names, photographed at 375 and 1280 px.
+import postgres from "postgres";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+
+let session: Session;
+beforeAll(async () => {
+  session = await startSession();
+}, 120_000);
+afterAll(() => session?.stop());
+
+/** Runs `work` against the app's database as its owner (the seeding the other browser suites do). */
+async function withDatabase<T>(work: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    return await work(sql);
+  } finally {
+    await sql.end();
+  }
+}
+
+/** Reminders as schedule_create and the delivery workflow leave them: two to come, four past. */
+async function seedReminders(userId: string): Promise<void> {
+  await withDatabase(async (sql) => {
+    const rows: Array<[string, string, string]> = [
+      ["call mum", "2030-01-15T15:00:00Z", "scheduled"],
+      ["water the plants", "2030-02-01T08:30:00Z", "scheduled"],
+      ["renew passport", "2026-03-02T09:00:00Z", "delivered"],
+      ["dentist", "2026-04-10T07:00:00Z", "undeliverable"],
+      ["book tickets", "2026-05-20T18:00:00Z", "cancelled"],
+      ["take out the bins", "2026-06-01T06:00:00Z", "delivering"],
+    ];
+    for (const [text, at, status] of rows) {
+      await sql`insert into events (user_id, kind, occurred_at, payload, status) values (${userId}, 'reminder', ${at}::timestamptz, ${sql.json({ text })}, ${status})`;
+    }
+  });
+}
+
+const texts = (page: Page, list: "Upcoming" | "Past") => page.getByRole("list", { name: list }).locator(".reminder-text").allInnerTexts();
+
+describe("the Reminders page", () => {
+  let page: Page;
+  let problems: string[];
+  let userId: string;
+
+  beforeAll(async () => {
+    // The error and too-late states below are real 500/409 answers, which Chromium logs.
+    ({ page, problems } = await openPage(session.browser, { allow: /status of (409|500)/ }));
+    await signInAsDeveloper(page, session.app.url);
+    ({ id: userId } = (await page.evaluate(() => fetch("/api/me").then((r) => r.json()))) as { id: string });
+  });
+  afterAll(() => expect(problems).toEqual([]));
+
+  it("says there is nothing coming up and nothing past before any reminder", async () => {
+    await page.getByRole("link", { name: "Reminders" }).click();
+    await expect.poll(() => page.getByText("Nothing coming up.", { exact: false }).count(), { timeout: 10_000 }).toBe(1);
+    expect(await page.getByText("No past reminders yet.").count()).toBe(1);
+    await screenshots(page, "reminders-empty");
+    await seedReminders(userId);
+    // The person lives in New York; the browser says Berlin. The page follows the person.
+    await page.evaluate(() => fetch("/api/me/timezone", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ timezone: "America/New_York" }) }));
+    await page.reload();
+  });
+
+  it("lists upcoming soonest first and past with their status, in the person's timezone, and fits a phone", async () => {
+    await expect.poll(() => texts(page, "Upcoming"), { timeout: 10_000 }).toEqual(["call mum", "water the plants"]);
+    expect(await page.getByText("Times are in America/New_York").count()).toBe(1);
+    expect(await page.getByTestId("reminder").filter({ hasText: "call mum" }).innerText()).toContain("Tuesday, 15 January 2030 at 10:00");
+    expect(await texts(page, "Past")).toEqual(["take out the bins", "book tickets", "dentist", "renew passport"]);
+    const status = (text: string) => page.getByRole("list", { name: "Past" }).getByTestId("reminder").filter({ hasText: text }).locator(".badge").innerText();
+    expect([await status("take out the bins"), await status("book tickets"), await status("dentist"), await status("renew passport")]).toEqual([
+      "being sent",
+      "cancelled",
+      "could not be sent",
+      "sent",
+    ]);
+    expect(await page.getByRole("list", { name: "Past" }).getByRole("button").count()).toBe(0);
+    await page.setViewportSize(PHONE);
+    await expect.poll(() => fitsWidth(page)).toBe(true);
+    await screenshots(page, "reminders-list");
+  });
+
+  it("cancels an upcoming reminder after a confirmation, and it moves to the past", async () => {
+    await page.getByRole("button", { name: "Cancel reminder “call mum”" }).click();
+    const confirm = page.getByRole("group", { name: "Cancel “call mum”?" });
+    expect(await confirm.innerText()).toContain("It will not be sent. This cannot be undone.");
+    await screenshots(page, "reminders-cancel-confirm");
+    await confirm.getByRole("button", { name: "Keep it" }).click();
+    expect(await texts(page, "Upcoming")).toEqual(["call mum", "water the plants"]);
+
+    await page.getByRole("button", { name: "Cancel reminder “call mum”" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Cancel reminder", exact: true }).click();
+    await expect.poll(() => page.getByRole("status").innerText(), { timeout: 10_000 }).toContain("Cancelled “call mum”. It will not be sent.");
+    expect(await texts(page, "Upcoming")).toEqual(["water the plants"]);
+    expect((await texts(page, "Past"))[0]).toBe("call mum");
+    await screenshots(page, "reminders-cancelled");
+    await page.reload();
+    await expect.poll(() => texts(page, "Upcoming"), { timeout: 10_000 }).toEqual(["water the plants"]);
+    expect(await texts(page, "Past")).toContain("call mum");
+  });
+
+  it("says so when the reminder is already being sent", async () => {
+    await page.getByRole("button", { name: "Cancel reminder “water the plants”" }).click();
+    // The delivery workflow picks it up meanwhile.
+    await withDatabase((sql) => sql`update events set status = 'delivering' where user_id = ${userId} and payload ->> 'text' = 'water the plants'`);
+    await page.getByRole("button", { name: "Cancel reminder", exact: true }).click();
+    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toBe("Could not cancel it: This reminder is being sent right now.");
+    await screenshots(page, "reminders-too-late");
+  });
+
+  it("shows loading and error states, and recovers", async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let fail = false;
+    await page.route("**/api/reminders", async (route) => {
+      if (fail) return route.fulfill({ status: 500, json: { error: { code: "internal", message: "Something went wrong on our side." } } });
+      await held;
+      return route.continue();
+    });
+    await page.reload();
+    await expect.poll(() => page.getByText("Loading reminders…").count(), { timeout: 10_000 }).toBe(1);
+    await screenshots(page, "reminders-loading");
+    release();
+    await expect.poll(() => texts(page, "Past"), { timeout: 10_000 }).toContain("water the plants");
+    fail = true;
+    await page.reload();
+    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("Reminders could not be loaded: Something went wrong on our side.");
+    await screenshots(page, "reminders-error");
+    fail = false;
+    await page.getByRole("button", { name: "Try again" }).click();
+    await expect.poll(() => texts(page, "Past"), { timeout: 10_000 }).toContain("water the plants");
+    await page.unroute("**/api/reminders");
+  });
+});

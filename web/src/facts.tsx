@@ -1,0 +1,242 @@
+// What Soma believes about the person, by category, each with how sure it is and the message it came
+// from. A correction supersedes the fact (the old one stays as its history, shown collapsed under the
+// fact that replaced it); deleting removes the fact and its history, so it asks first.
+import { useEffect, useState, type FormEvent } from "react";
+import { api, FACT_CATEGORIES, type Fact } from "./api";
+import { doorName, formatFull, formatWhen } from "./format";
+
+type Loaded = { state: "loading" } | { state: "error"; message: string } | { state: "ready"; current: Fact[]; superseded: Fact[] };
+
+/** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
+function historyByFact(current: Fact[], superseded: Fact[]): { byFact: Map<string, Fact[]>; orphans: Fact[] } {
+  const currentIds = new Set(current.map((f) => f.id));
+  const next = new Map(superseded.map((f) => [f.id, f.supersededBy]));
+  const byFact = new Map<string, Fact[]>();
+  const orphans: Fact[] = [];
+  for (const fact of superseded) {
+    let at = fact.supersededBy;
+    for (let hops = 0; at && !currentIds.has(at) && hops < superseded.length; hops++) at = next.get(at) ?? null;
+    if (at && currentIds.has(at)) byFact.set(at, [...(byFact.get(at) ?? []), fact]);
+    else orphans.push(fact);
+  }
+  return { byFact, orphans };
+}
+
+function Provenance({ fact, timeZone }: { fact: Fact; timeZone: string }) {
+  const at = fact.source?.at ?? fact.toldAt;
+  return (
+    <p className="muted source">
+      {fact.origin === "correction" ? "Corrected by you" : fact.source ? `From ${doorName(fact.source.kind)}` : "Learned"} ·{" "}
+      <time dateTime={at} title={formatFull(at, timeZone)}>
+        {formatWhen(at, timeZone)}
+      </time>
+      {fact.source?.excerpt && <> · “{fact.source.excerpt}”</>}
+    </p>
+  );
+}
+
+function Confidence({ value }: { value: number }) {
+  const percent = Math.round(value * 100);
+  return (
+    <span className={percent < 60 ? "badge warn" : "badge"} title="How sure Soma is">
+      {percent}% sure
+    </span>
+  );
+}
+
+function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => void; onCancel: () => void }) {
+  const [statement, setStatement] = useState(fact.statement);
+  const [category, setCategory] = useState(fact.category);
+  const [state, setState] = useState<{ saving: boolean; error: string | null }>({ saving: false, error: null });
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    setState({ saving: true, error: null });
+    try {
+      await api.correctFact(fact.id, { statement: statement.trim(), category });
+      onDone();
+    } catch (error) {
+      setState({ saving: false, error: (error as Error).message });
+    }
+  };
+  return (
+    <form className="edit-form" onSubmit={(e) => void save(e)} aria-label={`Correct “${fact.statement}”`}>
+      <label>
+        What is true
+        <input value={statement} onChange={(e) => setStatement(e.target.value)} required minLength={3} maxLength={300} autoFocus />
+      </label>
+      <label>
+        Category
+        <select value={category} onChange={(e) => setCategory(e.target.value)}>
+          {[...new Set([...FACT_CATEGORIES, fact.category])].map((c) => (
+            <option key={c} value={c}>
+              {c}
+            </option>
+          ))}
+        </select>
+      </label>
+      <p className="muted hint">The old fact is kept as history.</p>
+      {state.error && (
+        <p className="error" role="alert">
+          {state.error}
+        </p>
+      )}
+      <div className="actions">
+        <button type="submit" disabled={state.saving}>
+          {state.saving ? "Saving…" : "Save correction"}
+        </button>
+        <button type="button" className="secondary" onClick={onCancel} disabled={state.saving}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history: Fact[]; timeZone: string; onChanged: (message: string) => void }) {
+  const [mode, setMode] = useState<"view" | "correct" | "confirm-delete" | "deleting">("view");
+  const [error, setError] = useState<string | null>(null);
+  const remove = async () => {
+    setMode("deleting");
+    try {
+      await api.deleteFact(fact.id);
+      onChanged(`Deleted “${fact.statement}”.`);
+    } catch (failure) {
+      setMode("view");
+      setError(`Could not delete it: ${(failure as Error).message}`);
+    }
+  };
+  return (
+    <li data-testid="fact" className="fact">
+      <div className="fact-main">
+        <strong className="fact-statement">{fact.statement}</strong> <Confidence value={fact.confidence} />
+        <Provenance fact={fact} timeZone={timeZone} />
+      </div>
+      {mode === "correct" ? (
+        <CorrectForm fact={fact} onCancel={() => setMode("view")} onDone={() => onChanged(`Corrected “${fact.statement}”.`)} />
+      ) : mode === "view" ? (
+        <div className="actions">
+          <button type="button" className="secondary" onClick={() => (setError(null), setMode("correct"))} aria-label={`Correct “${fact.statement}”`}>
+            Correct
+          </button>
+          <button type="button" className="secondary" onClick={() => (setError(null), setMode("confirm-delete"))} aria-label={`Delete “${fact.statement}”`}>
+            Delete
+          </button>
+        </div>
+      ) : (
+        <div className="confirm" role="group" aria-label="Confirm deletion">
+          <p>Delete this fact{history.length > 0 ? " and its history" : ""}? Soma will no longer know it.</p>
+          <div className="actions">
+            <button type="button" className="danger" onClick={() => void remove()} disabled={mode === "deleting"}>
+              {mode === "deleting" ? "Deleting…" : "Delete for good"}
+            </button>
+            <button type="button" className="secondary" onClick={() => setMode("view")} disabled={mode === "deleting"}>
+              Keep it
+            </button>
+          </div>
+        </div>
+      )}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {history.length > 0 && <History facts={history} timeZone={timeZone} label={`Earlier (${history.length})`} />}
+    </li>
+  );
+}
+
+function History({ facts, timeZone, label }: { facts: Fact[]; timeZone: string; label: string }) {
+  return (
+    <details className="history">
+      <summary>{label}</summary>
+      <ul className="plain-list" aria-label="Superseded facts">
+        {facts.map((old) => (
+          <li key={old.id}>
+            <s>{old.statement}</s> <span className="muted">· replaced {formatWhen(old.updatedAt, timeZone)}</span>
+            <Provenance fact={old} timeZone={timeZone} />
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}
+
+export function FactsPage({ timeZone }: { timeZone: string }) {
+  const [loaded, setLoaded] = useState<Loaded>({ state: "loading" });
+  const [reloads, setReloads] = useState(0);
+  const [notice, setNotice] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    api.facts().then(
+      (facts) => current && setLoaded({ state: "ready", ...facts }),
+      (error: Error) => current && setLoaded({ state: "error", message: error.message }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [reloads]);
+  const reload = () => (setLoaded({ state: "loading" }), setReloads((n) => n + 1));
+  const changed = (message: string) => {
+    setNotice(message);
+    setReloads((n) => n + 1);
+  };
+
+  if (loaded.state === "loading")
+    return (
+      <section className="facts" aria-label="Facts">
+        <p className="muted" role="status">
+          Loading facts…
+        </p>
+      </section>
+    );
+  if (loaded.state === "error")
+    return (
+      <section className="facts" aria-label="Facts">
+        <div className="error-box" role="alert">
+          <p className="error">Facts could not be loaded: {loaded.message}</p>
+          <button type="button" className="secondary" onClick={reload}>
+            Try again
+          </button>
+        </div>
+      </section>
+    );
+
+  const { byFact, orphans } = historyByFact(loaded.current, loaded.superseded);
+  const categories = [...new Set(loaded.current.map((f) => f.category))].sort(
+    (a, b) => (FACT_CATEGORIES.indexOf(a as never) + 1 || 99) - (FACT_CATEGORIES.indexOf(b as never) + 1 || 99),
+  );
+  return (
+    <section className="facts" aria-label="Facts">
+      <p className="muted lead-in">What Soma believes about you, learned from what you said. Correct what is wrong; delete what it should not know.</p>
+      {notice && (
+        <div className="toast" role="status">
+          <span>{notice}</span>
+          <button type="button" className="secondary" aria-label="Dismiss" onClick={() => setNotice(null)}>
+            ×
+          </button>
+        </div>
+      )}
+      {loaded.current.length === 0 && <p className="muted empty">Soma does not know anything about you yet. Facts appear as you tell it about yourself in the chat.</p>}
+      {categories.map((category) => (
+        <section key={category} aria-labelledby={`facts-${category}`}>
+          <h2 id={`facts-${category}`} className="category">
+            {category}
+          </h2>
+          <ul className="memory-list fact-list" aria-label={`${category} facts`}>
+            {loaded.current
+              .filter((f) => f.category === category)
+              .map((fact) => (
+                <FactItem key={fact.id} fact={fact} history={byFact.get(fact.id) ?? []} timeZone={timeZone} onChanged={changed} />
+              ))}
+          </ul>
+        </section>
+      ))}
+      {orphans.length > 0 && (
+        <>
+          <h2>Other history</h2>
+          <History facts={orphans} timeZone={timeZone} label={`Superseded facts (${orphans.length})`} />
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,160 @@
+// The person's reminders in their own timezone: upcoming ones (soonest first), which they can cancel
+// after saying so, and past ones with what became of them. A reminder already being sent cannot be
+// cancelled: the server's 409 is shown as it says it.
+import { useEffect, useState } from "react";
+import { api, type Reminder, type ReminderStatus } from "./api";
+import { formatFull, formatWhen } from "./format";
+import { Link } from "./router";
+
+type Loaded = { state: "loading" } | { state: "error"; message: string } | { state: "ready"; upcoming: Reminder[]; past: Reminder[] };
+
+const STATUS: Record<ReminderStatus, { label: string; tone: "" | "warn" | "ok" }> = {
+  scheduled: { label: "scheduled", tone: "" },
+  delivering: { label: "being sent", tone: "" },
+  delivered: { label: "sent", tone: "ok" },
+  undeliverable: { label: "could not be sent", tone: "warn" },
+  cancelled: { label: "cancelled", tone: "" },
+};
+
+function When({ at, timeZone }: { at: string; timeZone: string }) {
+  return (
+    <time dateTime={at} title={formatFull(at, timeZone)}>
+      {formatWhen(at, timeZone)}
+    </time>
+  );
+}
+
+function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder; timeZone: string; onCancelled: (reminder: Reminder) => void }) {
+  const [mode, setMode] = useState<"view" | "confirm" | "cancelling">("view");
+  const [error, setError] = useState<string | null>(null);
+  const cancel = async () => {
+    setMode("cancelling");
+    try {
+      onCancelled((await api.cancelReminder(reminder.id)).reminder);
+    } catch (failure) {
+      setMode("view");
+      setError(`Could not cancel it: ${(failure as Error).message}`);
+    }
+  };
+  return (
+    <li data-testid="reminder">
+      <div className="memory-main">
+        <span className="reminder-text">{reminder.text}</span>
+        <p className="muted source">
+          <time dateTime={reminder.at}>{formatFull(reminder.at, timeZone)}</time>
+        </p>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+      </div>
+      {mode === "view" ? (
+        <button type="button" className="secondary" onClick={() => (setError(null), setMode("confirm"))} aria-label={`Cancel reminder “${reminder.text}”`}>
+          Cancel
+        </button>
+      ) : (
+        <div className="confirm" role="group" aria-label={`Cancel “${reminder.text}”?`}>
+          <p>It will not be sent. This cannot be undone.</p>
+          <div className="actions">
+            <button type="button" className="danger" onClick={() => void cancel()} disabled={mode === "cancelling"}>
+              {mode === "cancelling" ? "Cancelling…" : "Cancel reminder"}
+            </button>
+            <button type="button" className="secondary" onClick={() => setMode("view")} disabled={mode === "cancelling"}>
+              Keep it
+            </button>
+          </div>
+        </div>
+      )}
+    </li>
+  );
+}
+
+export function RemindersPage({ timeZone }: { timeZone: string }) {
+  const [loaded, setLoaded] = useState<Loaded>({ state: "loading" });
+  const [reloads, setReloads] = useState(0);
+  const [notice, setNotice] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    api.reminders().then(
+      (reminders) => current && setLoaded({ state: "ready", ...reminders }),
+      (error: Error) => current && setLoaded({ state: "error", message: error.message }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [reloads]);
+  const reload = () => (setLoaded({ state: "loading" }), setReloads((n) => n + 1));
+  const cancelled = (reminder: Reminder) => {
+    setNotice(`Cancelled “${reminder.text}”. It will not be sent.`);
+    setLoaded((l) => (l.state === "ready" ? { state: "ready", upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l));
+  };
+
+  const zone = (
+    <p className="muted lead-in">
+      Times are in {timeZone} (<Link to="/app/settings">change</Link>). Ask Soma in the chat to remind you of something.
+    </p>
+  );
+  if (loaded.state === "loading")
+    return (
+      <section className="reminders" aria-label="Reminders">
+        {zone}
+        <p className="muted" role="status">
+          Loading reminders…
+        </p>
+      </section>
+    );
+  if (loaded.state === "error")
+    return (
+      <section className="reminders" aria-label="Reminders">
+        {zone}
+        <div className="error-box" role="alert">
+          <p className="error">Reminders could not be loaded: {loaded.message}</p>
+          <button type="button" className="secondary" onClick={reload}>
+            Try again
+          </button>
+        </div>
+      </section>
+    );
+  return (
+    <section className="reminders" aria-label="Reminders">
+      {zone}
+      {notice && (
+        <div className="toast" role="status">
+          <span>{notice}</span>
+          <button type="button" className="secondary" aria-label="Dismiss" onClick={() => setNotice(null)}>
+            ×
+          </button>
+        </div>
+      )}
+      <h2 id="upcoming">Upcoming</h2>
+      {loaded.upcoming.length === 0 ? (
+        <p className="muted empty">Nothing coming up. Say “remind me to call mum on Sunday at 10” in the chat.</p>
+      ) : (
+        <ul className="memory-list reminder-list" aria-labelledby="upcoming">
+          {loaded.upcoming.map((reminder) => (
+            <UpcomingItem key={reminder.id} reminder={reminder} timeZone={timeZone} onCancelled={cancelled} />
+          ))}
+        </ul>
+      )}
+      <h2 id="past">Past</h2>
+      {loaded.past.length === 0 ? (
+        <p className="muted empty">No past reminders yet.</p>
+      ) : (
+        <ul className="memory-list reminder-list" aria-labelledby="past">
+          {loaded.past.map((reminder) => (
+            <li key={reminder.id} data-testid="reminder">
+              <div className="memory-main">
+                <span className="reminder-text">{reminder.text}</span>
+                <p className="muted source">
+                  <When at={reminder.at} timeZone={timeZone} />
+                </p>
+              </div>
+              <span className={`badge ${STATUS[reminder.status]?.tone ?? ""}`}>{STATUS[reminder.status]?.label ?? reminder.status}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}

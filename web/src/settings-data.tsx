@@ -1,0 +1,113 @@
+// Everything Soma keeps, out and in: export downloads the file (GET /api/export answers it as an
+// attachment); import reads a file, shows what it would add (the server's dry run writes nothing) and
+// only then applies it.
+import { useRef, useState, type ChangeEvent } from "react";
+import { api, type ImportCounts } from "./api";
+
+const KINDS: Array<[keyof ImportCounts, string, string]> = [
+  ["entities", "memory", "memories"],
+  ["facts", "fact", "facts"],
+  ["edges", "relation", "relations"],
+  ["events", "event or reminder", "events and reminders"],
+  ["messages", "chat message", "chat messages"],
+  ["sources", "source message", "source messages"],
+];
+
+/** "3 memories, 1 fact" — the kinds with something in them; "nothing new" when all are 0. */
+export function describeCounts(counts: ImportCounts): string {
+  const parts = KINDS.filter(([key]) => counts[key] > 0).map(([key, one, many]) => `${counts[key]} ${counts[key] === 1 ? one : many}`);
+  return parts.length ? parts.join(", ") : "nothing new";
+}
+
+type ImportState =
+  | { step: "idle" }
+  | { step: "checking"; name: string }
+  | { step: "preview"; name: string; text: string; counts: ImportCounts }
+  | { step: "importing"; name: string; text: string; counts: ImportCounts }
+  | { step: "done"; name: string; counts: ImportCounts }
+  | { step: "error"; message: string };
+
+export function DataSettings() {
+  const [state, setState] = useState<ImportState>({ step: "idle" });
+  const input = useRef<HTMLInputElement>(null);
+  const reset = () => {
+    setState({ step: "idle" });
+    if (input.current) input.current.value = "";
+  };
+  const choose = async (event: ChangeEvent<HTMLInputElement>) => {
+    const file = event.target.files?.[0];
+    if (!file) return reset();
+    setState({ step: "checking", name: file.name });
+    try {
+      const text = await file.text();
+      const { imported } = await api.importFile(text, true);
+      setState({ step: "preview", name: file.name, text, counts: imported });
+    } catch (error) {
+      setState({ step: "error", message: `${file.name} cannot be imported: ${(error as Error).message}` });
+    }
+  };
+  const apply = async () => {
+    if (state.step !== "preview") return;
+    setState({ ...state, step: "importing" });
+    try {
+      const { imported } = await api.importFile(state.text, false);
+      setState({ step: "done", name: state.name, counts: imported });
+    } catch (error) {
+      setState({ step: "error", message: `The import failed: ${(error as Error).message}` });
+    }
+  };
+  const nothing = (counts: ImportCounts) => Object.values(counts).every((n) => n === 0);
+  return (
+    <>
+      <h2>Export</h2>
+      <p className="muted">Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.</p>
+      <a className="button secondary inline" href="/api/export" download>
+        Download my data (JSON)
+      </a>
+      <h2>Import</h2>
+      <p className="muted">Load a Soma export file. You see what it would add before anything changes; what you already have is not added twice.</p>
+      <label className="file-field">
+        Export file to import
+        <input ref={input} type="file" accept="application/json,.json" onChange={(e) => void choose(e)} disabled={state.step === "checking" || state.step === "importing"} />
+      </label>
+      {state.step === "checking" && (
+        <p className="muted" role="status">
+          Reading {state.name}…
+        </p>
+      )}
+      {(state.step === "preview" || state.step === "importing") && (
+        <div className="confirm" role="group" aria-label="Import preview">
+          <p>
+            {nothing(state.counts) ? `${state.name} holds nothing you do not already have.` : `Importing ${state.name} would add ${describeCounts(state.counts)}.`}
+          </p>
+          <div className="actions">
+            {!nothing(state.counts) && (
+              <button type="button" onClick={() => void apply()} disabled={state.step === "importing"}>
+                {state.step === "importing" ? "Importing…" : "Import"}
+              </button>
+            )}
+            <button type="button" className="secondary" onClick={reset} disabled={state.step === "importing"}>
+              {nothing(state.counts) ? "Close" : "Cancel"}
+            </button>
+          </div>
+        </div>
+      )}
+      {state.step === "done" && (
+        <div className="toast" role="status">
+          <span>Imported {state.name}: added {describeCounts(state.counts)}.</span>
+          <button type="button" className="secondary" aria-label="Dismiss" onClick={reset}>
+            ×
+          </button>
+        </div>
+      )}
+      {state.step === "error" && (
+        <div className="error-box" role="alert">
+          <p className="error">{state.message}</p>
+          <button type="button" className="secondary" onClick={reset}>
+            Dismiss
+          </button>
+        </div>
+      )}
+    </>
+  );
+}

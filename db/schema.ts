@@ -282,6 +282,12 @@ export const facts = pgTable(
     toldAt: toldAt(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
+    /** What recall matches words against: statement, subject and category, lowercase and accent-folded
+     * (db/search-key.ts). Stored: translate() over every fact at each recall cost more than the rest of it. */
+    searchKey: text("search_key").generatedAlwaysAs(folded("lower(statement || ' ' || subject || ' ' || category)")),
+    search: tsvector("search").generatedAlwaysAs(
+      sql`to_tsvector('simple'::regconfig, ${folded("lower(statement || ' ' || subject || ' ' || category)")})`,
+    ),
   },
   (t) => [
     index("facts_user_idx").on(t.userId),

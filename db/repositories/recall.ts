@@ -6,7 +6,7 @@
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
 import { sql } from "drizzle-orm";
 import type { Tx } from "../database";
-import { FOLD_FROM, FOLD_TO, foldForSearch, normalizeName } from "../search-key";
+import { foldForSearch, normalizeName } from "../search-key";
 
 export interface RecallQuery {
   query: string;
@@ -84,10 +84,10 @@ const STOPWORDS = new Set(
 
 /** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  const found: RecallResult[] = await recallEntities(tx, userId, query);
-  if (query.type) return found;
-  found.push(...(await recallFacts(tx, userId, query)));
-  return found.sort((a, b) => b.score - a.score).slice(0, query.limit);
+  if (query.type) return recallEntities(tx, userId, query);
+  // Both statements go out at once (postgres.js pipelines them on the transaction's connection).
+  const [entities, facts] = await Promise.all([recallEntities(tx, userId, query), recallFacts(tx, userId, query)]);
+  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
 }
 
 /**
@@ -225,7 +225,6 @@ export function recallSql(userId: string, query: RecallQuery) {
 export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const { words, phrase, tsTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
-  const folded = sql.raw(`translate(lower(statement || ' ' || subject || ' ' || category), '${FOLD_FROM}', '${FOLD_TO}')`);
   const window = sql`${query.since ? sql`and told_at >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and told_at < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
@@ -253,12 +252,10 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     live as materialized (
       select id, told_at,
              ${vector ? sql`embedding <=> ${vector}::vector` : sql`null::float8`} as distance,
-             to_tsvector('simple', key) as doc,
-             ${words.length ? sql`word_similarity(${phrase}, key)` : sql`0::real`} as wsim
-      from (
-        select id, told_at, embedding, ${folded} as key from facts
-        where user_id = ${userId} and superseded_by is null ${window}
-      ) f
+             search as doc,
+             ${words.length ? sql`word_similarity(${phrase}, search_key)` : sql`0::real`} as wsim
+      from facts
+      where user_id = ${userId} and superseded_by is null ${window}
     ),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (

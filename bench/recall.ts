@@ -15,7 +15,12 @@
 // For each: p50/p95 per scale and kind, "found" (the entity asked for among the results; typed lists:
 // any result) and how many heap rows the statement read and then dropped (EXPLAIN ANALYZE: rows a
 // filter or recheck removed; a GIN scan's walk over other people's index entries is not counted). Writes bench/results/recall.json and .md.
+// BENCH_DATABASE_URL runs it against a PostgreSQL server of your own instead (with vector, pg_trgm,
+// uuid-ossp and btree_gin available; as a superuser or the database's owner): give it an empty
+// database — the bench runs db:setup there, loads its people and drops and rebuilds the entities
+// indexes. Those results go to bench/results/recall-postgres-superuser (or -owner).json and .md.
 import { writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { localEmbedder } from "../agents/model/embeddings";
@@ -109,8 +114,15 @@ function queries(size: number): Query[] {
   return out;
 }
 
+/** The server named by BENCH_DATABASE_URL, else a fresh embedded Postgres. */
+async function startServer(): Promise<{ url: string; stop(): Promise<void> }> {
+  const url = process.env.BENCH_DATABASE_URL;
+  return url ? { url, stop: async () => {} } : startEmbeddedPostgres();
+}
+
 async function main() {
-  const pg = await startEmbeddedPostgres();
+  const pg = await startServer();
+  const external = Boolean(process.env.BENCH_DATABASE_URL);
   // Recall runs as the Worker does: its login role, SET LOCAL ROLE soma_app, row-level security.
   const worker = { role: "soma_worker", password: "bench-worker-password" };
   await setupDatabase(pg.url, () => {}, { worker });
@@ -204,14 +216,24 @@ async function main() {
   ];
   const table = lines.join("\n");
   console.log(table);
-  const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, facts: FACTS, engine: "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol" };
-  writeFileSync(new URL("./results/recall.json", import.meta.url), JSON.stringify({ ...meta, results }, null, 2) + "\n");
-  writeFileSync(new URL("./results/recall.md", import.meta.url), `# memory_recall latency\n\n${JSON.stringify(meta)}\n\n${table}\n`);
+  const server = external ? await serverVersion(owner) : null;
+  const engine = server?.engine ?? "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol";
+  const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, facts: FACTS, engine, load: loadavg().map((l) => round(l, 2)) };
+  const file = server ? `recall-postgres-${server.superuser ? "superuser" : "owner"}` : "recall";
+  writeFileSync(new URL(`./results/${file}.json`, import.meta.url), JSON.stringify({ ...meta, results }, null, 2) + "\n");
+  writeFileSync(new URL(`./results/${file}.md`, import.meta.url), `# memory_recall latency\n\n${JSON.stringify(meta)}\n\n${table}\n`);
   await owner.end({ timeout: 1 });
   await db.close();
   await pg.stop();
 }
 
+/** The server's version, pgvector's and whether the setup role is a superuser (0400_planner.sql's tuning needs one). */
+async function serverVersion(owner: postgres.Sql): Promise<{ engine: string; superuser: boolean }> {
+  const [row] = await owner<[{ version: string; vector: string; superuser: boolean }]>`
+    select version(), (select extversion from pg_extension where extname = 'vector') as vector,
+           (select rolsuper from pg_roles where rolname = current_user) as superuser`;
+  return { engine: `${row.version} + pgvector ${row.vector}, setup role ${row.superuser ? "a superuser" : "the database's owner, not a superuser"}`, superuser: row.superuser };
+}
 
 main().catch((error) => {
   console.error(error);

@@ -12,8 +12,18 @@ const { guardLocalProxies } = createRequire(import.meta.url)("../../ops/wrangler
   guardLocalProxies(databaseAddress: string, log?: (line: string) => void): void;
 };
 
+/**
+ * SOMA_TEST_DATABASE_URL points the suites at a PostgreSQL server of your own instead of the embedded
+ * one (a superuser's URL to an empty database with vector, pg_trgm, uuid-ossp and btree_gin available):
+ * a check that nothing depends on PGlite. The setup runs there as it does here; nothing is dropped after.
+ */
+async function startPostgres(): Promise<{ url: string; stop(): Promise<void> }> {
+  const url = process.env.SOMA_TEST_DATABASE_URL;
+  return url ? { url, stop: async () => {} } : startEmbeddedPostgres();
+}
+
 export default async function setup(project: TestProject) {
-  const postgres = await startEmbeddedPostgres();
+  const postgres = await startPostgres();
   // The Workers pool runs miniflare's Hyperdrive proxy in this process: without the guard, one socket
   // workerd resets mid-query (an abandoned statement) crashes the whole test run with ECONNRESET.
   const { hostname, port } = new URL(postgres.url);

@@ -80,7 +80,7 @@ describe("the Facts page", () => {
     await page.keyboard.press("Enter");
     const form = page.getByRole("form", { name: "Correct “Likes green tea”" });
     const input = form.getByRole("textbox", { name: "What is true" });
-    await expect.poll(() => input.evaluate("(el) => el === document.activeElement")).toBe(true);
+    await expect.poll(() => input.evaluate((el) => (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement === el)).toBe(true);
     await input.fill("Likes black tea");
     await screenshots(page, "facts-correct");
     await input.press("Enter");

@@ -101,6 +101,7 @@ describe("the Memories pages", () => {
     expect(text).toMatch(/author\s+Frank Herbert/);
     expect(text).toMatch(/From Telegram on \w+day, \d+ \w+ \d{4} at \d\d:\d\d/);
     expect(text).toContain("I just finished Dune");
+    expect(text).toMatch(/Told \w+day, \d+ \w+ \d{4} at \d\d:\d\d · happened Saturday, 3 February 2024 at 11:00/);
     expect(text).toMatch(/written by →\s+Frank Herbert/);
     expect(text).toMatch(/reminder · .* · scheduled · lend Dune to Sam/);
     await screenshots(page, "memory-detail");

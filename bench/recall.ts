@@ -6,7 +6,7 @@
 // FACTS of them). A third of the entities carry a happened_at, all a told_at spread over a year, and
 // three kinds of question are bounded in time like memory_recall's since/until (issue 13): a typed list
 // of one month, an exact name inside a two-day window, and a week with no type and no useful words
-// (entities_user_when_idx, migration 0008).
+// (entities_user_recall_at_idx, migrations 0008 and 0010).
 // Two designs of the name and full-text GIN indexes are measured on the same data (BENCH_DESIGNS):
 //   global      (search_name gin_trgm_ops), (search): a scan returns every person's matches and
 //               the policy drops the others' rows after reading them

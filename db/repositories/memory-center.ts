@@ -103,9 +103,9 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const conditions: SQL[] = [sql`e.user_id = ${userId}`, sql`e.status = 'active'`];
   if (query.type) conditions.push(sql`e.type = ${query.type}`);
-  // The same expression as the entities_user_when_idx index, so a range is an index scan.
-  if (query.from) conditions.push(sql`coalesce(e.happened_at, e.told_at) >= ${query.from.toISOString()}::timestamptz`);
-  if (query.to) conditions.push(sql`coalesce(e.happened_at, e.told_at) < ${query.to.toISOString()}::timestamptz`);
+  // recall_at (happened, else told) is indexed with user_id, so a range is an index scan under RLS.
+  if (query.from) conditions.push(sql`e.recall_at >= ${query.from.toISOString()}::timestamptz`);
+  if (query.to) conditions.push(sql`e.recall_at < ${query.to.toISOString()}::timestamptz`);
   if (after) conditions.push(sql`(e.created_at, e.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
   const rows = (await tx.execute(sql`
     select ${ITEM_COLUMNS}

@@ -121,7 +121,7 @@ function terms(text: string) {
 }
 
 /** When a memory counts as being from: when it happened if the person said so, else when they told it. */
-const WHEN = sql.raw("coalesce(happened_at, told_at)");
+const WHEN = sql.raw("recall_at");
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
 export function recallSql(userId: string, query: RecallQuery) {

@@ -29,22 +29,28 @@ function inboxDead(...args: string[]) {
 
 describe("a poison update", () => {
   it("is acknowledged, set aside after three attempts with the apology, never answered twice, and listed by npm run inbox:dead", async () => {
-    const service = await launch({ stateDir: tempDir("soma-dead-letters-"), port: await freePort(), standIn, env: { AI_PROVIDER: "offline" } });
+    const service = await launch({
+      stateDir: tempDir("soma-dead-letters-"),
+      port: await freePort(),
+      standIn,
+      env: { AI_PROVIDER: "openai-compatible", AI_BASE_URL: `${standIn}/v1`, AI_MODEL: "stand-in" },
+    });
     const chatId = randomChatId();
     const base = 400_000_000 + Math.floor(Math.random() * 1e8);
     expect(await webhook(service.url, WEBHOOK_SECRET, chatId, base, "/start")).toBe(200);
     await waitFor(async () => (await sent(standIn, chatId)).length >= 1 || undefined, 30_000, "the welcome");
-    // A NUL in a command's argument fails its query every time: a bug's worth of poison, not an outage.
+    // The model provider refuses this message every time (a 400, as a content filter answers): poison, not an outage.
     const poison = base + 1;
-    expect(await webhook(service.url, WEBHOOK_SECRET, chatId, poison, "/memories bo\u0000ok")).toBe(200);
+    expect(await webhook(service.url, WEBHOOK_SECRET, chatId, poison, "Summarise this: POISON")).toBe(200);
     expect(await webhook(service.url, WEBHOOK_SECRET, chatId, base + 2, "I read Dune")).toBe(200);
     const replies = await waitFor(async () => {
       const texts = await sent(standIn, chatId);
       return texts.length >= 3 ? texts : undefined;
     }, 30_000, "the apology and the next answer");
-    expect(replies).toEqual([WELCOME, APOLOGY, "Noted: Dune (book). I'll remember it."]);
+    expect(replies.slice(0, 2)).toEqual([WELCOME, APOLOGY]);
+    expect(replies[2]).toMatch(/^Done\. Tool said: .*"created":true/);
     // Telegram redelivers it (a slow acknowledgement, say): acknowledged again, answered no more.
-    expect(await webhook(service.url, WEBHOOK_SECRET, chatId, poison, "/memories bo\u0000ok")).toBe(200);
+    expect(await webhook(service.url, WEBHOOK_SECRET, chatId, poison, "Summarise this: POISON")).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1500));
     expect(await sent(standIn, chatId)).toHaveLength(3);
 
@@ -52,8 +58,8 @@ describe("a poison update", () => {
     expect(listed.status, listed.out).toBe(0);
     const line = listed.out.split("\n").find((l) => l.includes(String(poison)));
     expect(line, listed.out).toMatch(/inbox/);
-    expect(line).toMatch(/Failed query/);
-    expect(line).toMatch(/"\/memories bo\\u0000ok" \(15 chars\)/);
+    expect(line).toMatch(/refuses this input/);
+    expect(line).toMatch(/"Summarise this: POISON" \(22 chars\)/);
 
     expect(inboxDead("--url", service.url, "--limit", "0").status).toBe(2);
     expect(inboxDead("--url", "ftp://nowhere").status).toBe(2);

@@ -34,6 +34,9 @@ beforeAll(async () => {
     {
       PORT: String(await freePort()),
       DATABASE_URL: inject("databaseUrl"),
+      // The database the worker tests use at the same time: its login role keeps the password they
+      // connect with (npm start's setup would otherwise set one of its own and lock them out).
+      DATABASE_WORKER_PASSWORD: decodeURIComponent(new URL(inject("workerDatabaseUrl")).password),
       SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-e2e-`),
       ...secrets,
       ...services,

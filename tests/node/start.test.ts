@@ -20,7 +20,9 @@ afterAll(async () => {
 
 describe("npm start", () => {
   it("runs on a given DATABASE_URL, passes the environment through, and reports the database going away", async () => {
-    const database = await startEmbeddedPostgres();
+    // On disk, so that it comes back with its roles (the Worker's login among them), as a restarted server does.
+    const dataDir = mkdtempSync(`${tmpdir()}/soma-start-db-`);
+    const database = await startEmbeddedPostgres({ dataDir });
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-`);
     const app = await start(
       { PORT: String(await freePort()), DATABASE_URL: database.url, SOMA_STATE_DIR: stateDir, TELEGRAM_BOT_USERNAME: "soma_test_bot" },
@@ -41,7 +43,7 @@ describe("npm start", () => {
     }
 
     // The database comes back on the same address: health recovers without a restart.
-    const revived = await startEmbeddedPostgres({ port: database.port });
+    const revived = await startEmbeddedPostgres({ dataDir, port: database.port });
     try {
       expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, db: true } });
     } finally {

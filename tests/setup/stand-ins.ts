@@ -1,7 +1,8 @@
 // Local HTTP stand-ins for the services Soma talks to, on 127.0.0.1, shared by the test suites:
 //   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected; a multipart
 //                     upload such as sendDocument is recorded with each file as {filename, size, text})
-//   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model)
+//   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model; a user
+//                                                  message with POISON in it is refused with 400)
 //   embeddings        POST /v1/embeddings
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
@@ -281,6 +282,10 @@ interface ChatRequest {
 function chatCompletion(request: ChatRequest, res: ServerResponse) {
   const last = request.messages.at(-1);
   const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
+  // A provider that refuses one input every time, as a content filter does: a permanent failure.
+  if (String(lastUser?.content ?? "").includes("POISON")) {
+    return json(res, 400, { error: { message: "the provider refuses this input", type: "invalid_request_error", code: "content_filter" } });
+  }
   let reply: { content?: string; toolCall?: { name: string; arguments: string } };
   const toolResults = request.messages.slice(request.messages.lastIndexOf(lastUser!)).filter((m) => m.role === "tool").length;
   if (/^bench: /.test(String(lastUser?.content ?? "")) && toolResults < 2) {

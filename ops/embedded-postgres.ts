@@ -119,6 +119,11 @@ function deliverWholeExchanges(server: PGLiteSocketServer): void {
   });
 }
 
+/** Extended-query messages (Parse, Bind, Describe, Execute, Close): the client is mid-exchange until Sync. */
+const EXTENDED_QUERY = new Set(["P", "B", "D", "E", "C"].map((c) => c.charCodeAt(0)));
+const SYNC = "S".charCodeAt(0);
+const SIMPLE_QUERY = "Q".charCodeAt(0);
+
 /** The role PGlite's one session is authenticated as: trusted, like the owner of a local cluster. */
 const SUPERUSER = "postgres";
 
@@ -152,8 +157,23 @@ function authenticateClients(server: PGLiteSocketServer, db: PGlite): void {
   const clear = queue.clearQueueForHandler.bind(queue);
   queue.clearQueueForHandler = (handlerId) => {
     clients.delete(handlerId);
+    if (holder === handlerId) holder = null;
     clear(handlerId);
   };
+  // The queue runs one message at a time and lets other clients' messages in between, except inside
+  // a transaction. Between a client's Parse/Bind and its Sync the session holds that client's unnamed
+  // statement and portal, which another client's messages — and the simple-query role switch below,
+  // which destroys both — must not touch (`portal "" does not exist`). The session is held for the
+  // client mid-exchange the way the queue holds it for a transaction.
+  let holder: number | null = null;
+  const inTransaction = db.isInTransaction.bind(db);
+  (queue as unknown as { db: PGlite }).db = new Proxy(db, {
+    get(target, property) {
+      if (property === "isInTransaction") return () => inTransaction() || holder !== null;
+      const value = Reflect.get(target, property) as unknown;
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 
   const raw = db.execProtocolRawStream.bind(db) as RawStream;
   let sessionUser = SUPERUSER;
@@ -202,6 +222,9 @@ function authenticateClients(server: PGLiteSocketServer, db: PGlite): void {
     }
     if (!client || client.startup) return refuse("08P01", "the connection has not been authenticated");
     await become(client.user);
+    const type = message[0]!;
+    if (EXTENDED_QUERY.has(type)) holder = handlerId;
+    else if (type === SYNC || type === SIMPLE_QUERY) holder = null;
     return raw(message, options);
   };
   (db as unknown as { execProtocolRawStream: RawStream }).execProtocolRawStream = async (message, options) => {

@@ -79,4 +79,32 @@ describe("the embedded Postgres", () => {
     a.socket.destroy();
     await b.end();
   });
+
+  it("holds the session for a client from its Parse to its Sync, even against a client of another role", async () => {
+    database ??= await startEmbeddedPostgres();
+    const owner = postgres(database.url, { max: 1, onnotice: () => {} });
+    await owner`create role embedded_other login`.catch(() => {});
+    await owner.end();
+    const a = await rawClient(database.port);
+    const other = postgres(database.url.replace("postgres:postgres@", "embedded_other@"), { max: 1, onnotice: () => {}, prepare: false });
+    // Client A (postgres): Parse + Flush, as postgres.js sends a statement it must describe first; it
+    // waits for the answer before sending Bind, Execute and Sync.
+    a.socket.write(Buffer.concat([message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])), message("H", Buffer.alloc(0))]));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A client of another role asks meanwhile: switching the session to it (a simple query) would
+    // destroy A's unnamed statement, so it waits for A's Sync.
+    const waiting = other`select current_user as who`.execute();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    a.socket.write(Buffer.concat([
+      message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
+      message("E", Buffer.concat([cstring(""), int32(0)])),
+      message("S", Buffer.alloc(0)),
+    ]));
+    const reply = await a.untilReady();
+    expect(reply.includes(Buffer.from("does not exist"))).toBe(false);
+    expect(reply.includes(Buffer.from("42"))).toBe(true);
+    expect(await waiting).toEqual([{ who: "embedded_other" }]);
+    a.socket.destroy();
+    await other.end();
+  });
 });

@@ -35,6 +35,10 @@ export const ExportedEntity = z.object({
   sourceId: id.nullable(),
   createdAt: at,
   updatedAt: at,
+  /** When the person told it (files before this field: createdAt). */
+  toldAt: at.optional(),
+  /** When it happened, where the person said so. */
+  happenedAt: at.nullable().optional(),
 });
 
 export const ExportedFact = z.object({
@@ -48,6 +52,10 @@ export const ExportedFact = z.object({
   sourceId: id.nullable(),
   createdAt: at,
   updatedAt: at,
+  /** When the person told it (files before this field: createdAt). */
+  toldAt: at.optional(),
+  /** "extracted" from what the person said, or the person's own "correction". */
+  origin: z.enum(["extracted", "correction"]).optional(),
 });
 
 export const ExportedEdge = z.object({
@@ -71,6 +79,8 @@ export const ExportedEvent = z.object({
   status: label,
   sourceId: id.nullable(),
   createdAt: at,
+  /** When the person told it (files before this field: createdAt). */
+  toldAt: at.optional(),
 });
 
 /** One message of the conversation, as the agent stores it (an AI SDK UI message) with its date. */

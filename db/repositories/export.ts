@@ -47,6 +47,8 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       sourceId: entities.sourceId,
       createdAt: entities.createdAt,
       updatedAt: entities.updatedAt,
+      toldAt: entities.toldAt,
+      happenedAt: entities.happenedAt,
     })
     .from(entities)
     .orderBy(asc(entities.createdAt), asc(entities.id));
@@ -61,6 +63,8 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       sourceId: facts.sourceId,
       createdAt: facts.createdAt,
       updatedAt: facts.updatedAt,
+      toldAt: facts.toldAt,
+      origin: facts.origin,
     })
     .from(facts)
     .orderBy(asc(facts.createdAt), asc(facts.id));
@@ -88,6 +92,7 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       status: events.status,
       sourceId: events.sourceId,
       createdAt: events.createdAt,
+      toldAt: events.toldAt,
     })
     .from(events)
     .orderBy(asc(events.createdAt), asc(events.id));
@@ -98,7 +103,7 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
     exportedAt: new Date().toISOString(),
     person: { displayName: person?.displayName ?? "", timezone: person?.timezone ?? "UTC" },
     sources: sourceRows.map((s) => ({ ...s, createdAt: iso(s.createdAt) })),
-    entities: entityRows.map((e) => ({ ...e, createdAt: iso(e.createdAt), updatedAt: iso(e.updatedAt) })),
+    entities: entityRows.map((e) => ({ ...e, createdAt: iso(e.createdAt), updatedAt: iso(e.updatedAt), toldAt: iso(e.toldAt), happenedAt: e.happenedAt && iso(e.happenedAt) })),
     // superseded_by has no foreign key: a dangling one (never written by Soma) is left out rather than
     // making the file unreadable.
     facts: factRows.map((f) => ({
@@ -106,9 +111,10 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       supersededBy: f.supersededBy && knownFacts.has(f.supersededBy) ? f.supersededBy : null,
       createdAt: iso(f.createdAt),
       updatedAt: iso(f.updatedAt),
+      toldAt: iso(f.toldAt),
     })),
     edges: edgeRows.map((e) => ({ ...e, validFrom: iso(e.validFrom), validTo: e.validTo && iso(e.validTo), createdAt: iso(e.createdAt) })),
-    events: eventRows.map((e) => ({ ...e, occurredAt: iso(e.occurredAt), createdAt: iso(e.createdAt) })),
+    events: eventRows.map((e) => ({ ...e, occurredAt: iso(e.occurredAt), createdAt: iso(e.createdAt), toldAt: iso(e.toldAt) })),
   };
 }
 
@@ -131,7 +137,9 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     source_id: source(f.sourceId),
     created_at: f.createdAt,
     updated_at: f.updatedAt,
-  })), sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz`);
+    told_at: f.toldAt ?? f.createdAt,
+    origin: f.origin ?? "extracted",
+  })), sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, origin text`);
 
   const edgeIds = await keepOrDerive(tx, userId, "edges", file.edges.map((e) => e.id));
   const addedEdges = await insertRows(tx, "edges", userId, file.edges.map((e) => ({
@@ -156,7 +164,8 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     status: e.status,
     source_id: source(e.sourceId),
     created_at: e.createdAt,
-  })), sql`id uuid, kind text, occurred_at timestamptz, payload jsonb, entity_ids uuid[], status text, source_id uuid, created_at timestamptz`);
+    told_at: e.toldAt ?? e.createdAt,
+  })), sql`id uuid, kind text, occurred_at timestamptz, payload jsonb, entity_ids uuid[], status text, source_id uuid, created_at timestamptz, told_at timestamptz`);
   const added = new Set(addedEvents);
   // A reminder whose time passed before the import stays as it was exported and is not sent now.
   const reminders = file.events
@@ -220,11 +229,13 @@ async function importEntities(tx: Tx, userId: string, rows: MemoryExport["entiti
     source_id: source(e.sourceId),
     created_at: e.createdAt,
     updated_at: e.updatedAt,
+    told_at: e.toldAt ?? e.createdAt,
+    happened_at: e.happenedAt ?? null,
   })));
   const written = (await tx.execute(sql`
-    insert into entities (user_id, type, name, normalized_name, properties, status, source_id, created_at, updated_at)
-    select distinct on (type, normalized_name) ${userId}::uuid, type, name, normalized_name, properties, status, source_id, created_at, updated_at
-    from jsonb_to_recordset(${json}::jsonb) as x(type text, name text, normalized_name text, properties jsonb, status text, source_id uuid, created_at timestamptz, updated_at timestamptz)
+    insert into entities (user_id, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at)
+    select distinct on (type, normalized_name) ${userId}::uuid, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at
+    from jsonb_to_recordset(${json}::jsonb) as x(type text, name text, normalized_name text, properties jsonb, status text, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz)
     order by type, normalized_name, created_at
     on conflict (user_id, type, normalized_name) do update set properties = excluded.properties || entities.properties
       where (excluded.properties || entities.properties) is distinct from entities.properties

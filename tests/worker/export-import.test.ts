@@ -30,7 +30,7 @@ async function seed(person: Person, label: string) {
   const userId = person.id;
   await testDatabase().withUser(userId, async (tx) => {
     const sourceId = await recordSource(tx, userId, { kind: "test", externalId: `${label}-message-1`, payload: { text: `${label} told me things` } });
-    const book = await captureEntity(tx, userId, { type: "book", name: `${label} Dune`, properties: { rating: 5 }, embedding: null, sourceId });
+    const book = await captureEntity(tx, userId, { type: "book", name: `${label} Dune`, properties: { rating: 5 }, embedding: null, sourceId, happenedAt: new Date("2024-02-03T11:00:00Z") });
     const author = await captureEntity(tx, userId, { type: "person", name: `${label} Herbert`, embedding: null, sourceId });
     const place = await captureEntity(tx, userId, { type: "place", name: `${label} Lisbon`, embedding: null, sourceId: null });
     await archiveEntity(tx, place.entityId);
@@ -108,6 +108,16 @@ describe("GET /api/export", () => {
     expect(text).not.toContain("Bob");
     const bobs = await exportAs(bob.cookie);
     for (const row of [...bobs.sources, ...bobs.entities, ...bobs.facts, ...bobs.edges, ...bobs.events]) expect(text).not.toContain(row.id);
+  });
+
+  it("carries when each memory was told and, where the person said so, when it happened", async () => {
+    const { cookie } = await personWithMemory("dated");
+    const file = await exportAs(cookie);
+    const dune = file.entities.find((e) => e.name === "dated Dune")!;
+    expect(dune.happenedAt).toBe("2024-02-03T11:00:00.000Z");
+    expect(Date.parse(dune.toldAt!)).toBeGreaterThan(0);
+    expect(file.facts.every((f) => f.toldAt && f.origin === "extracted")).toBe(true);
+    expect(file.events.every((e) => e.toldAt)).toBe(true);
   });
 
   it("leaves out the bot's working state (the reminder list /reminders showed last)", async () => {

@@ -98,7 +98,7 @@ describe("the production model path: workers-ai-provider with a Workers AI stand
       }
     }
     const capture = first!.inputs.tools?.find((t) => t.function.name === "memory_capture");
-    expect(Object.keys(capture?.function.parameters?.properties ?? {})).toEqual(["type", "name", "properties"]);
+    expect(Object.keys(capture?.function.parameters?.properties ?? {})).toEqual(["type", "name", "properties", "happenedAt"]);
     expect(capture?.function.parameters?.required).toEqual(["type", "name"]);
     expect(capture?.function.description).toMatch(/^Save something the person told you/);
     expect(first!.inputs.messages).toEqual([

@@ -1,11 +1,11 @@
 // What Soma believes about the person, by category, each with how sure it is and the message it came
 // from. A correction supersedes the fact (the old one stays as its history, shown collapsed under the
 // fact that replaced it); deleting removes the fact and its history, so it asks first.
-import { useEffect, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
+import { LoadState, useLoaded } from "./loaded";
 import { api, FACT_CATEGORIES, type Fact } from "./api";
 import { doorName, formatFull, formatWhen } from "./format";
 
-type Loaded = { state: "loading" } | { state: "error"; message: string } | { state: "ready"; current: Fact[]; superseded: Fact[] };
 
 /** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
 function historyByFact(current: Fact[], superseded: Fact[]): { byFact: Map<string, Fact[]>; orphans: Fact[] } {
@@ -162,45 +162,19 @@ function History({ facts, timeZone, label }: { facts: Fact[]; timeZone: string; 
 }
 
 export function FactsPage({ timeZone }: { timeZone: string }) {
-  const [loaded, setLoaded] = useState<Loaded>({ state: "loading" });
-  const [reloads, setReloads] = useState(0);
+  const { loaded, reload, refresh } = useLoaded(api.facts);
   const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() => {
-    let current = true;
-    api.facts().then(
-      (facts) => current && setLoaded({ state: "ready", ...facts }),
-      (error: Error) => current && setLoaded({ state: "error", message: error.message }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [reloads]);
-  const reload = () => (setLoaded({ state: "loading" }), setReloads((n) => n + 1));
   const changed = (message: string) => {
     setNotice(message);
-    setReloads((n) => n + 1);
+    refresh();
   };
 
-  if (loaded.state === "loading")
+  if (loaded.state !== "ready")
     return (
       <section className="facts" aria-label="Facts">
-        <p className="muted" role="status">
-          Loading facts…
-        </p>
+        <LoadState loaded={loaded} what="facts" onRetry={reload} />
       </section>
     );
-  if (loaded.state === "error")
-    return (
-      <section className="facts" aria-label="Facts">
-        <div className="error-box" role="alert">
-          <p className="error">Facts could not be loaded: {loaded.message}</p>
-          <button type="button" className="secondary" onClick={reload}>
-            Try again
-          </button>
-        </div>
-      </section>
-    );
-
   const { byFact, orphans } = historyByFact(loaded.current, loaded.superseded);
   const categories = [...new Set(loaded.current.map((f) => f.category))].sort(
     (a, b) => (FACT_CATEGORIES.indexOf(a as never) + 1 || 99) - (FACT_CATEGORIES.indexOf(b as never) + 1 || 99),

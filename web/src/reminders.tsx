@@ -1,12 +1,12 @@
 // The person's reminders in their own timezone: upcoming ones (soonest first), which they can cancel
 // after saying so, and past ones with what became of them. A reminder already being sent cannot be
 // cancelled: the server's 409 is shown as it says it.
-import { useEffect, useState } from "react";
+import { useState } from "react";
+import { LoadState, useLoaded } from "./loaded";
 import { api, type Reminder, type ReminderStatus } from "./api";
 import { formatFull, formatWhen } from "./format";
 import { Link } from "./router";
 
-type Loaded = { state: "loading" } | { state: "error"; message: string } | { state: "ready"; upcoming: Reminder[]; past: Reminder[] };
 
 const STATUS: Record<ReminderStatus, { label: string; tone: "" | "warn" | "ok" }> = {
   scheduled: { label: "scheduled", tone: "" },
@@ -71,20 +71,8 @@ function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder;
 }
 
 export function RemindersPage({ timeZone }: { timeZone: string }) {
-  const [loaded, setLoaded] = useState<Loaded>({ state: "loading" });
-  const [reloads, setReloads] = useState(0);
+  const { loaded, setLoaded, reload } = useLoaded(api.reminders);
   const [notice, setNotice] = useState<string | null>(null);
-  useEffect(() => {
-    let current = true;
-    api.reminders().then(
-      (reminders) => current && setLoaded({ state: "ready", ...reminders }),
-      (error: Error) => current && setLoaded({ state: "error", message: error.message }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [reloads]);
-  const reload = () => (setLoaded({ state: "loading" }), setReloads((n) => n + 1));
   const cancelled = (reminder: Reminder) => {
     setNotice(`Cancelled “${reminder.text}”. It will not be sent.`);
     setLoaded((l) => (l.state === "ready" ? { state: "ready", upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l));
@@ -95,25 +83,11 @@ export function RemindersPage({ timeZone }: { timeZone: string }) {
       Times are in {timeZone} (<Link to="/app/settings">change</Link>). Ask Soma in the chat to remind you of something.
     </p>
   );
-  if (loaded.state === "loading")
+  if (loaded.state !== "ready")
     return (
       <section className="reminders" aria-label="Reminders">
         {zone}
-        <p className="muted" role="status">
-          Loading reminders…
-        </p>
-      </section>
-    );
-  if (loaded.state === "error")
-    return (
-      <section className="reminders" aria-label="Reminders">
-        {zone}
-        <div className="error-box" role="alert">
-          <p className="error">Reminders could not be loaded: {loaded.message}</p>
-          <button type="button" className="secondary" onClick={reload}>
-            Try again
-          </button>
-        </div>
+        <LoadState loaded={loaded} what="reminders" onRetry={reload} />
       </section>
     );
   return (

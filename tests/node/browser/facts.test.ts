@@ -2,10 +2,9 @@
 // by category, with confidence and source; a correction by keyboard that keeps the old fact as history
 // (collapsed per fact); a correction that lost a race (409) shown as said; deleting after a confirmation;
 // loading, empty and error states — found by visible text and accessible names, photographed at 375 and 1280 px.
-import postgres from "postgres";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -15,8 +14,7 @@ afterAll(() => session?.stop());
 
 /** The developer's facts, written as the fact extractor leaves them: Hamburg → Berlin → Munich, and three more. */
 async function seedFacts(userId: string): Promise<void> {
-  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
-  try {
+  await asOwner(session, async (sql) => {
     const [source] = await sql`insert into sources (user_id, kind, external_id, payload, created_at)
       values (${userId}, 'telegram', '42:9', ${sql.json({ text: "I moved to Munich last month" })}, now() - interval '2 hours') returning id`;
     const [munich] = await sql`insert into facts (user_id, statement, category, subject, confidence, source_id, told_at)
@@ -28,9 +26,7 @@ async function seedFacts(userId: string): Promise<void> {
     await sql`insert into facts (user_id, statement, category, subject, confidence, told_at)
       values (${userId}, 'Works as a nurse', 'work', 'job', 0.7, now() - interval '10 days'),
              (${userId}, 'Likes green tea', 'preference', 'tea', 0.4, now() - interval '5 days')`;
-  } finally {
-    await sql.end();
-  }
+  });
 }
 
 const statements = (page: Page) => page.getByTestId("fact").locator(".fact-statement").allInnerTexts();

@@ -4,6 +4,7 @@
 import { mkdirSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
+import postgres from "postgres";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { start, type Running } from "../../../ops/start";
 import { freePort } from "../helpers";
@@ -82,4 +83,14 @@ export async function screenshots(page: Page, name: string): Promise<void> {
 export async function fitsWidth(page: Page): Promise<boolean> {
   // A string: the browser evaluates it, and the Node tsconfig has no DOM types.
   return page.evaluate<boolean>("document.documentElement.scrollWidth <= window.innerWidth");
+}
+
+/** Runs `work` against the app's database as its owner: how the suites seed what a person would have. */
+export async function asOwner<T>(session: Session, work: (sql: postgres.Sql) => Promise<T>): Promise<T> {
+  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
+  try {
+    return await work(sql);
+  } finally {
+    await sql.end();
+  }
 }

@@ -2,10 +2,9 @@
 // list a page at a time, newest first; search, type and time filters; one memory's provenance,
 // relations and events; editing (and the collision refusal); forgetting with undo; loading, empty and
 // error states — each found by visible text and accessible names, photographed at 375 and 1280 px.
-import postgres from "postgres";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -15,8 +14,7 @@ afterAll(() => session?.stop());
 
 /** Writes the developer's memories straight into the database (as its owner): 130 notes and a few with history. */
 async function seedMemories(userId: string): Promise<void> {
-  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
-  try {
+  await asOwner(session, async (sql) => {
     await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at)
       select ${userId}, 'note', 'Note ' || n, 'note ' || n, now() - interval '2 days' - n * interval '1 minute', now() - interval '2 days' - n * interval '1 minute' from generate_series(1, 130) n`;
     const [source] = await sql`insert into sources (user_id, kind, external_id, payload, created_at)
@@ -30,9 +28,7 @@ async function seedMemories(userId: string): Promise<void> {
     await sql`insert into edges (user_id, from_id, to_id, type) values (${userId}, ${dune!.id}, ${herbert!.id}, 'written_by')`;
     await sql`insert into events (user_id, kind, occurred_at, payload, status, entity_ids)
       values (${userId}, 'reminder', now() + interval '2 days', ${sql.json({ text: "lend Dune to Sam" })}, 'scheduled', array[${dune!.id}]::uuid[])`;
-  } finally {
-    await sql.end();
-  }
+  });
 }
 
 const names = (page: Page) => page.getByTestId("memory").locator(".memory-name").allInnerTexts();

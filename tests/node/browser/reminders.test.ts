@@ -2,10 +2,9 @@
 // past reminders with their status, in the person's timezone (not the browser's); cancelling after a
 // confirmation; a reminder already being sent refused with the server's words; loading, empty and error
 // states — found by visible text and accessible names, photographed at 375 and 1280 px.
-import postgres from "postgres";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -13,19 +12,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => session?.stop());
 
-/** Runs `work` against the app's database as its owner (the seeding the other browser suites do). */
-async function withDatabase<T>(work: (sql: postgres.Sql) => Promise<T>): Promise<T> {
-  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
-  try {
-    return await work(sql);
-  } finally {
-    await sql.end();
-  }
-}
-
 /** Reminders as schedule_create and the delivery workflow leave them: two to come, four past. */
 async function seedReminders(userId: string): Promise<void> {
-  await withDatabase(async (sql) => {
+  await asOwner(session, async (sql) => {
     const rows: Array<[string, string, string]> = [
       ["call mum", "2030-01-15T15:00:00Z", "scheduled"],
       ["water the plants", "2030-02-01T08:30:00Z", "scheduled"],
@@ -107,7 +96,7 @@ describe("the Reminders page", () => {
   it("says so when the reminder is already being sent", async () => {
     await page.getByRole("button", { name: "Cancel reminder “water the plants”" }).click();
     // The delivery workflow picks it up meanwhile.
-    await withDatabase((sql) => sql`update events set status = 'delivering' where user_id = ${userId} and payload ->> 'text' = 'water the plants'`);
+    await asOwner(session, (sql) => sql`update events set status = 'delivering' where user_id = ${userId} and payload ->> 'text' = 'water the plants'`);
     await page.getByRole("button", { name: "Cancel reminder", exact: true }).click();
     await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toBe("Could not cancel it: This reminder is being sent right now.");
     await screenshots(page, "reminders-too-late");

@@ -3,10 +3,9 @@
 // file; import previews its counts (writing nothing) before it is applied; sign out; delete everything
 // only after typing the phrase — found by visible text and accessible names, photographed at 375 and 1280 px.
 import { readFileSync } from "node:fs";
-import postgres from "postgres";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -14,18 +13,9 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => session?.stop());
 
-async function withDatabase<T>(work: (sql: postgres.Sql) => Promise<T>): Promise<T> {
-  const sql = postgres(session.app.databaseUrl, { max: 1, onnotice: () => {} });
-  try {
-    return await work(sql);
-  } finally {
-    await sql.end();
-  }
-}
-
 /** A book, its author, how they relate, a fact and a reminder, as the developer's. */
 async function seedMemory(userId: string): Promise<void> {
-  await withDatabase(async (sql) => {
+  await asOwner(session, async (sql) => {
     const [source] = await sql`insert into sources (user_id, kind, external_id, payload) values (${userId}, 'telegram', '42:7', ${sql.json({ text: "I just finished Dune" })}) returning id`;
     const [dune] = await sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${userId}, 'book', 'Dune', 'dune', ${source!.id}) returning id`;
     const [herbert] = await sql`insert into entities (user_id, type, name, normalized_name) values (${userId}, 'person', 'Frank Herbert', 'frank herbert') returning id`;
@@ -86,12 +76,12 @@ describe("the Settings page", () => {
     expect(text).toContain("Not linked. This account began on the web");
     expect(await page.getByRole("link", { name: "@soma_browser_bot" }).getAttribute("href")).toBe("https://t.me/soma_browser_bot");
     expect(await page.getByRole("link", { name: "Connect Gmail (read-only)" }).getAttribute("href")).toBe("/auth/google/start?intent=connect");
-    await withDatabase((sql) => sql`insert into oauth_connections (user_id, provider, account_email) values (${userId}, 'google', 'dev@example.com')`);
+    await asOwner(session, (sql) => sql`insert into oauth_connections (user_id, provider, account_email) values (${userId}, 'google', 'dev@example.com')`);
     await page.reload();
     await expect.poll(() => page.getByText("Connected: Soma reads dev@example.com (read-only).").count(), { timeout: 10_000 }).toBe(1);
     expect(await page.getByRole("link", { name: "Connect Gmail (read-only)" }).count()).toBe(0);
     await screenshots(page, "settings-connected");
-    await withDatabase((sql) => sql`delete from oauth_connections where user_id = ${userId}`);
+    await asOwner(session, (sql) => sql`delete from oauth_connections where user_id = ${userId}`);
   });
 
   it("downloads the export, previews an import's counts without writing, then imports it", async () => {
@@ -152,7 +142,7 @@ describe("the Settings page", () => {
     await screenshots(page, "settings-delete-confirm");
     await remove.click();
     await page.waitForURL(`${session.app.url}/login`, { timeout: 20_000 });
-    const left = await withDatabase((sql) => sql`select (select count(*) from entities where user_id = ${userId})::int as entities, (select count(*) from auth.users where id = ${userId})::int as users`);
+    const left = await asOwner(session, (sql) => sql`select (select count(*) from entities where user_id = ${userId})::int as entities, (select count(*) from auth.users where id = ${userId})::int as users`);
     expect(left[0]).toEqual({ entities: 0, users: 0 });
   });
 });

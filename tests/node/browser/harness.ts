@@ -94,3 +94,11 @@ export async function asOwner<T>(session: Session, work: (sql: postgres.Sql) => 
     await sql.end();
   }
 }
+
+/** A page signed in as the local developer, with the console watched, and the developer's id. */
+export async function signedInPage(session: Session, options: { allow?: RegExp } = {}): Promise<WatchedPage & { userId: string }> {
+  const watched = await openPage(session.browser, options);
+  await signInAsDeveloper(watched.page, session.app.url);
+  const { id } = (await watched.page.evaluate(() => fetch("/api/me").then((r) => r.json()))) as { id: string };
+  return { ...watched, userId: id };
+}

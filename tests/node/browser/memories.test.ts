@@ -4,7 +4,7 @@
 // error states — each found by visible text and accessible names, photographed at 375 and 1280 px.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import { signedInPage, asOwner, fitsWidth, PHONE, screenshots, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -40,9 +40,7 @@ describe("the Memories pages", () => {
 
   beforeAll(async () => {
     // The error, not-found and collision states below are real 500/404/409 answers, which Chromium logs.
-    ({ page, problems } = await openPage(session.browser, { allow: /status of (404|409|500)/ }));
-    await signInAsDeveloper(page, session.app.url);
-    ({ id: userId } = (await page.evaluate(() => fetch("/api/me").then((r) => r.json()))) as { id: string });
+    ({ page, problems, userId } = await signedInPage(session, { allow: /status of (404|409|500)/ }));
   });
   afterAll(() => expect(problems).toEqual([]));
 

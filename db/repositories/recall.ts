@@ -75,6 +75,10 @@ const FACT_TRIGRAM_MATCH = 0.5;
 const RECENCY_WEIGHT = 0.002;
 /** Small nudge toward facts the person stated surely. */
 const CONFIDENCE_WEIGHT = 0.002;
+/** A time window's rows ranked by sketch; a window holding more is also searched through HNSW. */
+export const WINDOW_ROWS = 4000;
+/** Rows whose real embedding distance is read after ranking by sketch (4× the neighbours kept). */
+export const SKETCH_CANDIDATES = 4 * VECTOR_CANDIDATES;
 /** Words from which only the beginning must match (a stem for inflected languages). */
 const STEM_FROM = 6;
 
@@ -138,12 +142,33 @@ export function recallSql(userId: string, query: RecallQuery) {
     ${query.before ? sql`and ${WHEN} < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  const vectorHits = vector
-    ? sql`select id, search_name, row_number() over (order by distance) as rank from (
-          select id, search_name, embedding <=> ${vector}::vector as distance from entities
-          where ${scope} order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES}
-        ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`
-    : none;
+  // With a time bound, the window's newest rows (up to WINDOW_ROWS) come straight from the
+  // (user_id[, type], recall_at) index, once: they are the list for "what did I do last week?" and the
+  // rows the vector retriever ranks.
+  const windowRows = bounded
+    ? sql`select id, search_name, sketch, ${WHEN} as at from entities where ${scope} order by ${WHEN} desc limit ${WINDOW_ROWS}`
+    : sql`select null::uuid as id, null::text as search_name, null::bit as sketch, null::timestamptz as at where false`;
+  const vectorHits = !vector
+    ? none
+    : !bounded
+      ? sql`select id, search_name, row_number() over (order by distance) as rank from (
+              select id, search_name, embedding <=> ${vector}::vector as distance from entities
+              where ${scope} order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES}
+            ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`
+      : // A window is ranked by the embeddings' signs first (the sketch is in the row; the embedding
+        // is out of line and costs a read of its own), then the closest few by their real distance.
+        // A window holding more than WINDOW_ROWS rows is searched through HNSW as well.
+        sql`select id, search_name, row_number() over (order by distance) as rank from (
+              select id, search_name, min(distance) as distance from (
+                select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
+                from (select id from window_rows order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) w
+                join entities e on e.id = w.id
+                union all
+                select id, search_name, embedding <=> ${vector}::vector from entities
+                where ${scope} and (select count(*) from window_rows) >= ${WINDOW_ROWS}
+                order by 3 limit ${VECTOR_CANDIDATES}
+              ) both_ways group by id, search_name order by 3 limit ${VECTOR_CANDIDATES}
+            ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
   // Every word must appear: selective enough for the GIN index.
   const tsQuery = tsTerms.join(" & ");
   const fulltextHits = words.length
@@ -156,15 +181,17 @@ export function recallSql(userId: string, query: RecallQuery) {
           order by ts_rank(search, q) desc limit ${CANDIDATES}`
     : none;
   // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
-  // similarity, which costs nothing; only when none of them is name-like does the statement fall
-  // back to a trigram index scan over all the person's names (a one-time filter skips it otherwise).
-  // (A typed question already lists every entity of the type, so it never needs the fallback.)
+  // similarity, which costs nothing; only when none of them is name-like and no name holds every
+  // word (then nothing is misspelled) does the statement fall back to a trigram index scan over all
+  // the person's names (one-time filters skip it otherwise). A typed question already lists every
+  // entity of the type, so it never needs the fallback.
   const fallback = query.type
     ? sql``
     : sql`union
           select id, similarity(search_name, ${phrase}) as sim from entities
           where ${scope} and search_name % ${phrase}
-            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})`;
+            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})
+            and not exists (select 1 from fulltext_hits)`;
   const trigramHits = words.length
     ? sql`select id, row_number() over (order by sim desc) as rank from (
           select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
@@ -172,19 +199,19 @@ export function recallSql(userId: string, query: RecallQuery) {
           order by sim desc limit ${CANDIDATES}
         ) t`
     : none;
-  const typeHits = query.type
-    ? sql`select id, null::text as search_name, row_number() over (order by updated_at desc) as rank
-          from entities where ${scope} order by updated_at desc limit ${Math.max(query.limit, CANDIDATES)}`
-    : none;
-  // "What did I do last week?": with a time bound and no type, the window itself is a list.
-  const timeHits =
-    bounded && !query.type
-      ? sql`select id, row_number() over (order by ${WHEN} desc) as rank
-            from entities where ${scope} order by ${WHEN} desc limit ${Math.max(query.limit, CANDIDATES)}`
+  // "Which books…" lists the type, newest first; with a time bound, the window itself is a list
+  // ("what did I do last week?"), newest first.
+  const listSize = Math.max(query.limit, CANDIDATES);
+  const listHits = bounded
+    ? sql`select id, row_number() over (order by at desc) as rank from window_rows order by at desc limit ${listSize}`
+    : query.type
+      ? sql`select id, row_number() over (order by updated_at desc) as rank
+            from entities where ${scope} order by updated_at desc limit ${listSize}`
       : sql`select null::uuid as id, 0::bigint as rank where false`;
 
   return sql`
     with
+    window_rows as materialized (${windowRows}),
     vector_hits as materialized (${vectorHits}),
     fulltext_hits as materialized (${fulltextHits}),
     fuzzy as materialized (
@@ -192,15 +219,13 @@ export function recallSql(userId: string, query: RecallQuery) {
       from (select id, search_name from vector_hits union select id, search_name from fulltext_hits) c
     ),
     trigram_hits as (${trigramHits}),
-    type_hits as (${typeHits}),
-    time_hits as (${timeHits}),
+    list_hits as (${listHits}),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
         select id, rank, 'vector' as kind from vector_hits
         union all select id, rank, 'fulltext' from fulltext_hits
         union all select id, rank, 'trigram' from trigram_hits
-        union all select id, rank, 'type' from type_hits
-        union all select id, rank, 'time' from time_hits
+        union all select id, rank, ${sql.raw(query.type ? "'type'" : "'time'")} from list_hits
       ) hits group by id
     )
     select e.id, e.type, e.name, e.properties, e.created_at, e.updated_at, e.told_at, e.happened_at,
@@ -219,8 +244,8 @@ export function recallSql(userId: string, query: RecallQuery) {
 /**
  * The person's current facts (never superseded ones) ranked for the question: cosine over their
  * embeddings, full text and word similarity over statement, subject and category ("my diet" finds
- * "Is vegetarian", subject "diet"), and with a time bound everything told in the window. A person holds tens or hundreds of facts, not 100k: they are
- * scored directly (facts_user_idx), any word sufficing.
+ * "Is vegetarian", subject "diet"), and with a time bound everything told in the window. A person
+ * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
 export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const { words, phrase, tsTerms } = terms(query.query);
@@ -228,19 +253,29 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   const window = sql`${query.since ? sql`and told_at >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and told_at < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
-  // Each fact is read and scored once (distance, words, similarity), then ranked per retriever.
-  const vectorHits = vector
-    ? sql`select id, row_number() over (order by distance) as rank from live
-          where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}`
-    : none;
+  // As for a time window of entities: ranked by the embeddings' signs, which are in the row, and only
+  // the closest few read their out-of-line embedding for the real distance.
+  const nearest = vector
+    ? sql`select f.id, f.embedding <=> ${vector}::vector as distance
+          from (select id from live order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
+          join facts f on f.id = c.id`
+    : sql`select null::uuid as id, null::float8 as distance where false`;
   const fulltextHits = words.length
-    ? sql`select id, row_number() over (order by ts_rank(doc, q) desc) as rank
+    ? sql`select id, row_number() over (order by ts_rank(search, q) desc) as rank
           from live, to_tsquery('simple', ${tsTerms.join(" | ")}) q
-          where doc @@ q order by rank limit ${CANDIDATES}`
+          where search @@ q order by rank limit ${CANDIDATES}`
     : none;
+  // Misspelled words: the vector and full-text candidates re-ranked by word similarity (computing it
+  // over every fact cost more than the rest of the statement). Only when none of them is similar does
+  // the statement look further, through the trigram index (`<%`: pg_trgm's word-similarity threshold).
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by wsim desc) as rank
-          from live where wsim >= ${FACT_TRIGRAM_MATCH} order by rank limit ${CANDIDATES}`
+    ? sql`select id, row_number() over (order by wsim desc) as rank from (
+            select id, wsim from similar_words where wsim >= ${FACT_TRIGRAM_MATCH}
+            union
+            select id, word_similarity(${phrase}, search_key) from facts
+            where user_id = ${userId} and superseded_by is null ${window} and ${phrase} <% search_key
+              and not exists (select 1 from similar_words where wsim >= ${FACT_TRIGRAM_MATCH})
+          ) s order by wsim desc limit ${CANDIDATES}`
     : none;
   // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
   const timeHits =
@@ -250,17 +285,25 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   const rows = (await tx.execute(sql`
     with
     live as materialized (
-      select id, told_at,
-             ${vector ? sql`embedding <=> ${vector}::vector` : sql`null::float8`} as distance,
-             search as doc,
-             ${words.length ? sql`word_similarity(${phrase}, search_key)` : sql`0::real`} as wsim
-      from facts
+      select id, told_at, sketch, search from facts
       where user_id = ${userId} and superseded_by is null ${window}
+    ),
+    -- Materialized, as the CTEs below: the planner cannot then push a condition on the distance (or the
+    -- similarity) down into a scan of all the person's facts and compute it for every row.
+    nearest as materialized (${nearest}),
+    vector_hits as materialized (
+      select id, row_number() over (order by distance) as rank from nearest
+      where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}
+    ),
+    fulltext_hits as materialized (${fulltextHits}),
+    similar_words as materialized (
+      select f.id, ${words.length ? sql`word_similarity(${phrase}, f.search_key)` : sql`0::real`} as wsim
+      from (select id from vector_hits union select id from fulltext_hits) c join facts f on f.id = c.id
     ),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
-        select id, rank, 'vector' as kind from (${vectorHits}) v
-        union all select id, rank, 'fulltext' from (${fulltextHits}) t
+        select id, rank, 'vector' as kind from vector_hits
+        union all select id, rank, 'fulltext' from fulltext_hits
         union all select id, rank, 'trigram' from (${trigramHits}) g
         union all select id, rank, 'time' from (${timeHits}) w
       ) hits group by id

@@ -6,7 +6,7 @@
 --    index (measured on the embedded Postgres: 95 ms vs 3 ms at 10k entities).
 -- 2. Under RLS, a query's own conditions may only run before the policy's if their functions are
 --    LEAKPROOF (they cannot reveal rows the policy hides). The full-text match (@@) and trigram
---    similarity (%) are not marked so, which rules out their GIN indexes for every non-owner role:
+--    similarity (%, <%) are not marked so, which rules out their GIN indexes for every non-owner role:
 --    each recall read all of the person's rows (700 ms at 100k). Both functions are total — no
 --    error, no side effect, whatever the input — so marking them leakproof is sound. The GIN indexes
 --    lead with user_id (btree_gin), so a scan never reaches another person's rows (migration 0006).
@@ -28,5 +28,7 @@ select pg_temp.tune_recall_function(statement) from (values
   ('alter function similarity(text, text) cost 200'),
   ('alter function similarity_op(text, text) cost 200'),
   ('alter function similarity_op(text, text) leakproof'),
+  ('alter function word_similarity_op(text, text) cost 200'),
+  ('alter function word_similarity_op(text, text) leakproof'),
   ('alter function ts_match_vq(tsvector, tsquery) leakproof')
 ) as tuning(statement);

@@ -1,12 +1,13 @@
 // Bot commands, answered by the agent from its inbox like any message (in order, once), without the
-// model: /start /help /memories [type] /forget <name> /reset /login, the person's time
-// (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/facts.ts).
+// model: /start /help /memories [type] /reset /login, /forget <words> (agents/commands/forget.ts), the
+// person's time (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/facts.ts).
 import type { Database } from "../db/database";
 import { createLoginToken } from "../db/repositories/auth";
-import { archiveEntity, recallEntities, recentEntities } from "../db/repositories/memory";
+import { recentEntities } from "../db/repositories/memory";
 import { cancelCommand, remindersCommand, timezoneCommand } from "./commands/time";
 import { exportCommand } from "./commands/export";
 import { factsCommand } from "./commands/facts";
+import { forgetCommand } from "./commands/forget";
 import type { Reply } from "./inbox";
 
 export const WELCOME = [
@@ -14,7 +15,7 @@ export const WELCOME = [
   "",
   "Tell me things like \"I just finished reading Dune\" or \"I visited Lisbon\", then ask \"which books did I read?\".",
   "",
-  "/memories — what I remember · /facts — what I know about you · /forget <name> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
+  "/memories — what I remember · /facts — what I know about you · /forget <words> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
   "/timezone <city> — so reminders and briefs follow your clock, e.g. /timezone Berlin",
 ].join("\n");
 
@@ -22,7 +23,7 @@ export const HELP = [
   "Commands:",
   "/memories [type] — your recent memories, e.g. /memories book",
   "/facts — what I know about you (your diet, your city, …), numbered, with how sure I am",
-  "/forget <name> — forget something, e.g. /forget Dune",
+  "/forget <words> — forget a memory or a fact, e.g. /forget Dune or /forget vegetarian",
   "/reset — start a fresh conversation; your memories stay",
   "/login — a one-time link to the web app (valid 10 minutes)",
   "/export — everything I keep of you, as a JSON file",
@@ -67,15 +68,8 @@ export async function answerCommand(text: string, context: CommandContext): Prom
       if (items.length === 0) return type ? `I don't remember any ${type}s yet.` : "I don't remember anything yet. Tell me about a book you read or a place you visited.";
       return [`Your ${type ? `${type}s` : "recent memories"}:`, ...items.map((e) => `• ${e.name} (${e.type})`)].join("\n");
     }
-    case "forget": {
-      if (!argument) return "Tell me what to forget, e.g. /forget Dune";
-      const forgotten = await db.withUser(userId, async (tx) => {
-        const [best] = await recallEntities(tx, userId, { query: argument, limit: 1, embedding: null });
-        if (!best || !best.matchedBy.some((m) => m === "fulltext" || m === "trigram")) return null;
-        return (await archiveEntity(tx, best.entity.id)) ? best.entity : null;
-      });
-      return forgotten ? `Forgotten: ${forgotten.name} (${forgotten.type}).` : `I couldn't find anything called "${argument}".`;
-    }
+    case "forget":
+      return forgetCommand(db, userId, argument);
     case "login": {
       if (!context.appBaseUrl) return "The web app is not configured on this server.";
       const token = await createLoginToken(db, userId, LOGIN_LINK_TTL_SECONDS);

@@ -202,6 +202,19 @@ describe("/facts in Telegram", () => {
     expect(list).not.toContain("Berlin");
     expect(usage).toContain("/facts takes nothing after it");
   });
+
+  it("/forget deletes the fact its words name, with its history; a memory it names is archived", async () => {
+    const chatId = newChatId();
+    await converse(chatId, ["/start"]);
+    const person = { id: await personOfChat(chatId) } as Person;
+    await knownFact(person, "Eats meat", "diet", { category: "health" });
+    await knownFact(person, "Is vegetarian", "diet", { category: "health" }); // supersedes "Eats meat"
+    await knownFact(person, "Lives in Lisbon", "home city", { category: "location" });
+    await testDatabase().withUser(person.id, (tx) => captureEntity(tx, person.id, { type: "book", name: "Dune", embedding: null, sourceId: null }));
+    const replies = await converse(chatId, ["/forget vegetarian", "/forget dune", "/forget vegetarian"], 1);
+    expect(replies).toEqual(["Forgotten: Is vegetarian (a fact about you).", "Forgotten: Dune (book).", 'I couldn\'t find anything called "vegetarian".']);
+    expect((await factRows(person)).map((r) => r.statement)).toEqual(["Lives in Lisbon"]);
+  });
 });
 
 describe("/api/facts", () => {

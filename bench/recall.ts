@@ -4,9 +4,14 @@
 // queries — through the same path as the tool: local embedding + Database.withUser + recallEntities.
 // The path is the tool's: recallMemory, entities and the person's current facts (the target holds
 // FACTS of them). A third of the entities carry a happened_at, all a told_at spread over a year, and
-// three kinds of question are bounded in time like memory_recall's since/until (issue 13): a typed list
-// of one month, an exact name inside a two-day window, and a week with no type and no useful words
-// (entities_user_recall_at_idx, migrations 0008 and 0010).
+// four kinds of question are bounded in time like memory_recall's since/until (issue 13): a typed list
+// of one month, an exact name inside a two-day window, a week with no type and no useful words, and an
+// exact name inside a year around it (entities_user_recall_at_idx, migrations 0008, 0010 and 0011). A
+// window's rows are ranked by their in-row sketches first; a year at 100k holds far more than the
+// sketch pass reads (WINDOW_ROWS), so it also takes the HNSW path.
+// "found" is the named entity among the ten results. A prefix ("The Silent Harbor") and partial words
+// ("Harbor Atlas") name hundreds of entities at 100k (the generator has 20 words a slot), so for them
+// it is a measure of ambiguity, not of recall.
 // Two designs of the name and full-text GIN indexes are measured on the same data (BENCH_DESIGNS):
 //   global      (search_name gin_trgm_ops), (search): a scan returns every person's matches and
 //               the policy drops the others' rows after reading them
@@ -90,7 +95,7 @@ function happenedDaysAgo(i: number): number | null {
 /** Days ago entity i counts as being from: happened if known, else told. */
 const whenDaysAgo = (i: number) => happenedDaysAgo(i) ?? i % 365;
 
-const KINDS = ["typed list", "exact name", "prefix", "misspelling", "partial words", "typed list, one month", "exact name, two days", "one week, no type"] as const;
+const KINDS = ["typed list", "exact name", "prefix", "misspelling", "partial words", "typed list, one month", "exact name, two days", "one week, no type", "exact name, one year"] as const;
 type Kind = (typeof KINDS)[number];
 
 type Query = { kind: Kind; query: string; type?: string; limit: number; expected: string; since?: Date; before?: Date };
@@ -110,6 +115,7 @@ function queries(size: number): Query[] {
     if (kind === "typed list, one month") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s last month?`, type: TYPES[q % TYPES.length], limit: 50, expected, since: daysAgo(60), before: daysAgo(30) });
     if (kind === "exact name, two days") out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 1), before: daysAgo(whenDaysAgo(i) - 1) });
     if (kind === "one week, no type") out.push({ kind, query: "what did I do?", limit: 10, expected, since: daysAgo(7), before: daysAgo(0) });
+    if (kind === "exact name, one year") out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 180), before: daysAgo(Math.max(0, whenDaysAgo(i) - 180)) });
   }
   return out;
 }

@@ -3,6 +3,7 @@
 // The offline model answers the same request with its sentence rules (agents/model/offline-facts.ts).
 import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
+import { startOf } from "./memory-time";
 
 export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
 
@@ -15,6 +16,11 @@ export const ExtractedFact = z.object({
     .max(80)
     .describe('What the claim is about, so that a later claim on the same subject replaces it: "home city", "employer", "diet", "sister\'s name". Include the value for things a person has many of: "likes: jazz".'),
   confidence: z.number().min(0).max(1).describe("How sure the person sounded: 1 for a plain statement, lower for hedged ones"),
+  since: z
+    .string()
+    .regex(/^\d{4}(-\d{2}(-\d{2})?)?$/)
+    .nullish()
+    .describe('Since when it holds, only where the person said so: a year "2019", a month "2019-03" or a day "2019-03-14" ("last year" counts back from today\'s date); otherwise null'),
 });
 export type ExtractedFact = z.infer<typeof ExtractedFact>;
 
@@ -29,16 +35,22 @@ person themselves: where they live, work, their relationships, preferences, heal
 Leave out passing events (what they did today), questions, requests, and anything about other people
 that is not a relationship to the person. Most messages contain no durable fact: then answer an empty list.`;
 
-/** The durable facts in `text` (an empty list for most messages). */
-export async function extractFacts(model: LanguageModel, text: string, abortSignal?: AbortSignal): Promise<ExtractedFact[]> {
+/** The durable facts in `text` (an empty list for most messages), said on `today` (YYYY-MM-DD). */
+export async function extractFacts(model: LanguageModel, text: string, today: string, abortSignal?: AbortSignal): Promise<ExtractedFact[]> {
   if (!text.trim() || text.trim().startsWith("/")) return [];
   const { output } = await generateText({
     model,
-    system: INSTRUCTIONS,
+    system: `${INSTRUCTIONS}\nToday is ${today}.`,
     prompt: text.slice(0, 4000),
     output: Output.object({ schema: Extraction }),
     maxRetries: 1,
     ...(abortSignal ? { abortSignal } : {}),
   });
   return output.facts;
+}
+
+/** The first instant of a fact's `since` (a year, a month or a day) on a clock in `zone`. */
+export function sinceInstant(since: string, zone: string): Date {
+  const [year, month = "01", day = "01"] = since.split("-");
+  return startOf(`${year}-${month}-${day}`, zone);
 }

@@ -182,6 +182,11 @@ export function formatLocal(instant: Date, zone: string): string {
   return instant.toLocaleString("en-GB", { timeZone: zone, weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
 }
 
+/** "2026-11-24": the date a clock in `zone` shows at `instant`. */
+export function localDate(instant: Date, zone: string): string {
+  return isoLocal(instant, zone).slice(0, 10);
+}
+
 /** "2026-11-24T08:15": the local date and time in `zone`, in the form schedule_create accepts. */
 export function isoLocal(instant: Date, zone: string): string {
   const t = wallTime(instant, zone);

@@ -5,6 +5,7 @@
 // closed from inside a statement.
 import type { Database } from "../db/database";
 import { currentFacts } from "../db/repositories/facts";
+import { localDate } from "./local-time";
 
 export const PROFILE_OPEN = "<person-facts>";
 export const PROFILE_CLOSE = "</person-facts>";
@@ -14,16 +15,20 @@ export const PROFILE_MAX_CHARS = 1600;
 const PROFILE_CANDIDATES = 80;
 const FENCE_TAG = /<\s*\/?\s*person-facts\s*>/gi;
 
-type ProfileFact = { statement: string; category: string; confidence: number };
+type ProfileFact = { statement: string; category: string; confidence: number; happenedAt?: Date | null };
 
-/** The fenced profile for `facts` (in the order given), within PROFILE_MAX_CHARS; null when there are none. */
-export function profileText(facts: ProfileFact[]): string | null {
+/**
+ * The fenced profile for `facts` (in the order given), within PROFILE_MAX_CHARS; null when there are
+ * none. Since when a fact holds, where known, is a date on the person's clock (`zone`).
+ */
+export function profileText(facts: ProfileFact[], zone = "UTC"): string | null {
   const lines: string[] = [];
   let used = PROFILE_OPEN.length + PROFILE_CLOSE.length + 2;
   for (const fact of facts) {
     const statement = fact.statement.replace(FENCE_TAG, "").replace(/\s+/g, " ").trim();
     if (!statement) continue;
-    const line = `- ${statement} (${fact.category}, confidence ${fact.confidence.toFixed(1)})`;
+    const since = fact.happenedAt ? `, since ${localDate(fact.happenedAt, zone)}` : "";
+    const line = `- ${statement} (${fact.category}${since}, confidence ${fact.confidence.toFixed(1)})`;
     if (used + line.length + 1 > PROFILE_MAX_CHARS) break;
     lines.push(line);
     used += line.length + 1;
@@ -32,6 +37,6 @@ export function profileText(facts: ProfileFact[]): string | null {
 }
 
 /** The person's profile as the prompt carries it (null when nothing is known yet). */
-export async function loadProfile(db: Database, userId: string): Promise<string | null> {
-  return profileText(await db.withUser(userId, (tx) => currentFacts(tx, PROFILE_CANDIDATES)));
+export async function loadProfile(db: Database, userId: string, zone: string): Promise<string | null> {
+  return profileText(await db.withUser(userId, (tx) => currentFacts(tx, PROFILE_CANDIDATES)), zone);
 }

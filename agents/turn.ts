@@ -101,7 +101,7 @@ export function turnStream(turn: Turn) {
         const person = await turn.db.withUser(userId, profileOf);
         const timezone = zoneOrUtc(person?.timezone);
         // Their standing facts (agents/profile.ts); a failed read fails the turn the same way.
-        const profile = await loadProfile(turn.db, userId);
+        const profile = await loadProfile(turn.db, userId, timezone);
         const result = streamText({
           model: turn.model,
           system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone, profile }),

@@ -56,6 +56,8 @@ export const ExportedFact = z.object({
   toldAt: at.optional(),
   /** "extracted" from what the person said, or the person's own "correction". */
   origin: z.enum(["extracted", "correction"]).optional(),
+  /** Since when it holds, where the person said so. */
+  happenedAt: at.nullable().optional(),
 });
 
 export const ExportedEdge = z.object({

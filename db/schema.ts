@@ -294,6 +294,8 @@ export const facts = pgTable(
     confidence: real("confidence").notNull().default(0.5),
     embedding: embedding(),
     supersededBy: uuid("superseded_by"),
+    /** Since when it holds, where the person said so ("I've lived in Berlin since 2019"). */
+    happenedAt: timestamp("happened_at", { withTimezone: true }),
     /** 'extracted' by fact-extract, or 'correction': the person corrected a fact (fact_correct, PATCH /api/facts/:id). */
     origin: text("origin", { enum: ["extracted", "correction"] }).notNull().default("extracted"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),

@@ -1,14 +1,19 @@
 // The offline model's fact extraction: a few first-person sentence shapes that state something
-// lasting about the person. Deterministic and network-free, like the rest of the offline model.
+// lasting about the person, and since when where a sentence says so with a year ("since 2019", "in
+// March 2021" is not read). Deterministic and network-free, like the rest of the offline model.
 import type { ExtractedFact } from "../facts";
 
-type Rule = [RegExp, (m: RegExpExecArray) => Omit<ExtractedFact, "confidence">];
+type Rule = [RegExp, (m: RegExpExecArray) => Omit<ExtractedFact, "confidence" | "since">];
+
+/** "since 2019", "in 2019", "since 2019-03": the year (or month) a claim holds from. */
+const SINCE = /\s*,?\s*\b(?:since|in)\s+(\d{4}(?:-\d{2})?)\b/i;
 
 const clean = (value: string | undefined) => (value ?? "").trim().replace(/[.!?,;]+$/, "").trim();
 
 const RELATIONS = "wife|husband|partner|girlfriend|boyfriend|sister|brother|mother|mom|mum|father|dad|son|daughter|best friend|boss|manager|dog|cat";
 
 const RULES: Rule[] = [
+  [/\bi(?:'ve| have) lived in ([^.,;!?]+?)(?: for [^.,;!?]+)?(?=[.,;!?]|$)/i, (m) => ({ statement: `Lives in ${clean(m[1])}`, category: "location", subject: "home city" })],
   [/\bi(?: now)? live in ([^.,;!?]+)/i, (m) => ({ statement: `Lives in ${clean(m[1])}`, category: "location", subject: "home city" })],
   [/\bi(?: just)? moved to ([^.,;!?]+)/i, (m) => ({ statement: `Lives in ${clean(m[1])}`, category: "location", subject: "home city" })],
   [/\bi work (?:at|for) ([^.,;!?]+)/i, (m) => ({ statement: `Works at ${clean(m[1])}`, category: "work", subject: "employer" })],
@@ -28,12 +33,16 @@ export function offlineFacts(text: string): ExtractedFact[] {
   if (/\?\s*$/.test(text.trim())) return [];
   const hedged = /\b(maybe|might|probably|i think|not sure)\b/i.test(text);
   const facts: ExtractedFact[] = [];
-  for (const sentence of text.split(/(?<=[.!?;])\s+|\n+/)) {
+  for (const said of text.split(/(?<=[.!?;])\s+|\n+/)) {
+    const since = SINCE.exec(said);
+    const sentence = since ? said.replace(SINCE, "") : said;
     for (const [pattern, build] of RULES) {
       const match = pattern.exec(sentence);
       if (!match) continue;
       const fact = build(match);
-      if (fact.statement.length > 3 && !facts.some((f) => f.subject === fact.subject)) facts.push({ ...fact, confidence: hedged ? 0.5 : 0.9 });
+      if (fact.statement.length > 3 && !facts.some((f) => f.subject === fact.subject)) {
+        facts.push({ ...fact, confidence: hedged ? 0.5 : 0.9, ...(since ? { since: since[1] } : {}) });
+      }
       break;
     }
   }

@@ -64,6 +64,7 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       createdAt: facts.createdAt,
       updatedAt: facts.updatedAt,
       toldAt: facts.toldAt,
+      happenedAt: facts.happenedAt,
       origin: facts.origin,
     })
     .from(facts)
@@ -112,6 +113,7 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       createdAt: iso(f.createdAt),
       updatedAt: iso(f.updatedAt),
       toldAt: iso(f.toldAt),
+      happenedAt: f.happenedAt && iso(f.happenedAt),
     })),
     edges: edgeRows.map((e) => ({ ...e, validFrom: iso(e.validFrom), validTo: e.validTo && iso(e.validTo), createdAt: iso(e.createdAt) })),
     events: eventRows.map((e) => ({ ...e, occurredAt: iso(e.occurredAt), createdAt: iso(e.createdAt), toldAt: iso(e.toldAt) })),
@@ -138,8 +140,9 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     created_at: f.createdAt,
     updated_at: f.updatedAt,
     told_at: f.toldAt ?? f.createdAt,
+    happened_at: f.happenedAt ?? null,
     origin: f.origin ?? "extracted",
-  })), sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, origin text`);
+  })), sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz, origin text`);
 
   const edgeIds = await keepOrDerive(tx, userId, "edges", file.edges.map((e) => e.id));
   const addedEdges = await insertRows(tx, "edges", userId, file.edges.map((e) => ({

@@ -18,6 +18,8 @@ export interface FactClaim {
   confidence: number;
   embedding: number[] | null;
   sourceId: string | null;
+  /** Since when it holds, where the person said so. */
+  happenedAt?: Date | null;
 }
 
 export type FactOutcome = "created" | "reinforced" | "superseded" | "unchanged";
@@ -59,14 +61,16 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
     if (claim.sourceId && repeat.source_id === claim.sourceId) return { factId: repeat.id, outcome: "unchanged" };
     await tx.execute(sql`
       update facts set confidence = ${1 - CONFIDENCE_ALPHA}::real * confidence + ${CONFIDENCE_ALPHA}::real * ${claim.confidence}::real,
-                       source_id = coalesce(${claim.sourceId}::uuid, source_id), updated_at = now()
+                       source_id = coalesce(${claim.sourceId}::uuid, source_id),
+                       happened_at = coalesce(${claim.happenedAt?.toISOString() ?? null}::timestamptz, happened_at), updated_at = now()
       where id = ${repeat.id}`);
     return { factId: repeat.id, outcome: "reinforced" };
   }
 
   const [row] = (await tx.execute(sql`
-    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id)
-    values (${userId}, ${claim.statement.trim()}, ${claim.category}, ${subject}, ${claim.confidence}, ${vector}::vector, ${claim.sourceId})
+    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, happened_at)
+    values (${userId}, ${claim.statement.trim()}, ${claim.category}, ${subject}, ${claim.confidence}, ${vector}::vector, ${claim.sourceId},
+            ${claim.happenedAt?.toISOString() ?? null}::timestamptz)
     returning id`)) as unknown as Array<{ id: string }>;
   if (!row) throw new Error("recordFact inserted no row");
   const changed = candidates.find(sameSubject);
@@ -86,6 +90,8 @@ export interface FactView {
   /** The fact that replaced this one; null for a current fact. */
   supersededBy: string | null;
   toldAt: string;
+  /** Since when it holds, where the person said so. */
+  happenedAt: string | null;
   updatedAt: string;
   /** The message it was learnt from: why Soma believes it. */
   source: { kind: string; excerpt: string | null; at: string } | null;
@@ -100,13 +106,14 @@ type FactViewRow = {
   origin: string;
   superseded_by: string | null;
   told_at: string | Date;
+  happened_at: string | Date | null;
   updated_at: string | Date;
   source_kind: string | null;
   source_text: string | null;
   source_at: string | Date | null;
 };
 
-const FACT_VIEW = sql`f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.superseded_by, f.told_at, f.updated_at,
+const FACT_VIEW = sql`f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.superseded_by, f.told_at, f.happened_at, f.updated_at,
   s.kind as source_kind, s.payload ->> 'text' as source_text, s.created_at as source_at`;
 
 function toView(row: FactViewRow): FactView {
@@ -120,6 +127,7 @@ function toView(row: FactViewRow): FactView {
     origin: row.origin,
     supersededBy: row.superseded_by,
     toldAt: at(row.told_at),
+    happenedAt: row.happened_at === null ? null : at(row.happened_at),
     updatedAt: at(row.updated_at),
     source: row.source_kind ? { kind: row.source_kind, excerpt: row.source_text, at: at(row.source_at ?? row.told_at) } : null,
   };
@@ -185,9 +193,11 @@ export async function correctFact(
   // A new text needs its own embedding; a category change keeps the old text's.
   const vector = change.statement !== undefined && change.embedding ? `[${change.embedding.join(",")}]` : null;
   const [row] = (await tx.execute(sql`
-    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, origin)
+    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, origin, happened_at)
     select ${userId}, ${statement}, ${category}, subject, 1, ${change.statement !== undefined ? sql`${vector}::vector` : sql`embedding`},
-           ${change.sourceId}, 'correction'
+           ${change.sourceId}, 'correction',
+           -- since when the old claim held says nothing about a new one; a new category keeps it
+           ${change.statement !== undefined ? sql`null::timestamptz` : sql`happened_at`}
     from facts where id = ${old.id}
     returning id`)) as unknown as Array<{ id: string }>;
   if (!row) throw new Error("correctFact inserted no row");
@@ -227,16 +237,20 @@ export async function deleteFact(tx: Tx, factId: string): Promise<boolean> {
 }
 
 /** The person's current facts, most confident and then most recently confirmed first. */
-export async function currentFacts(tx: Tx, limit: number): Promise<Array<{ id: string; statement: string; category: string; confidence: number }>> {
+export async function currentFacts(
+  tx: Tx,
+  limit: number,
+): Promise<Array<{ id: string; statement: string; category: string; confidence: number; happenedAt: Date | null }>> {
   const rows = (await tx.execute(sql`
-    select id, statement, category, confidence from facts
+    select id, statement, category, confidence, happened_at from facts
     where superseded_by is null order by confidence desc, updated_at desc, id limit ${limit}`)) as unknown as Array<{
     id: string;
     statement: string;
     category: string;
     confidence: number | string;
+    happened_at: string | Date | null;
   }>;
-  return rows.map((r) => ({ ...r, confidence: Number(r.confidence) }));
+  return rows.map(({ happened_at, ...r }) => ({ ...r, confidence: Number(r.confidence), happenedAt: happened_at === null ? null : new Date(happened_at) }));
 }
 
 /** The statements of the person's facts among `ids` (unknown ids are left out). */

@@ -49,8 +49,8 @@ export interface RecalledFact {
   matchedBy: MatchKind[];
   source: Source;
   toldAt: string;
-  /** Facts are standing claims, not occurrences: always null. */
-  happenedAt: null;
+  /** Since when it holds, where the person said so. */
+  happenedAt: string | null;
 }
 
 export type RecallResult = RecalledEntity | RecalledFact;
@@ -250,8 +250,11 @@ export function recallSql(userId: string, query: RecallQuery) {
 export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const { words, phrase, tsTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
-  const window = sql`${query.since ? sql`and told_at >= ${query.since.toISOString()}::timestamptz` : sql``}
-    ${query.before ? sql`and told_at < ${query.before.toISOString()}::timestamptz` : sql``}`;
+  // As for entities: since when it holds if the person said so, else when they told it. (A person's
+  // facts are read through facts_user_idx, so the coalesce() needs no index of its own.)
+  const when = sql.raw("coalesce(happened_at, told_at)");
+  const window = sql`${query.since ? sql`and ${when} >= ${query.since.toISOString()}::timestamptz` : sql``}
+    ${query.before ? sql`and ${when} < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
   // As for a time window of entities: ranked by the embeddings' signs, which are in the row, and only
   // the closest few read their out-of-line embedding for the real distance.
@@ -280,12 +283,12 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
   const timeHits =
     query.since !== undefined || query.before !== undefined
-      ? sql`select id, row_number() over (order by told_at desc) as rank from live order by told_at desc limit ${CANDIDATES}`
+      ? sql`select id, row_number() over (order by at desc) as rank from live order by at desc limit ${CANDIDATES}`
       : none;
   const rows = (await tx.execute(sql`
     with
     live as materialized (
-      select id, told_at, sketch, search from facts
+      select id, ${when} as at, sketch, search from facts
       where user_id = ${userId} and superseded_by is null ${window}
     ),
     -- Materialized, as the CTEs below: the planner cannot then push a condition on the distance (or the
@@ -308,7 +311,7 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
         union all select id, rank, 'time' from (${timeHits}) w
       ) hits group by id
     )
-    select f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.told_at,
+    select f.id, f.statement, f.category, f.subject, f.confidence, f.origin, f.told_at, f.happened_at,
            u.rrf + ${CONFIDENCE_WEIGHT}::float8 * f.confidence as score, u.matched_by,
            s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text, s.created_at as source_at
     from fused u
@@ -323,7 +326,7 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     matchedBy: matchKinds(row.matched_by),
     source: sourceOf(row, row.told_at),
     toldAt: iso(row.told_at),
-    happenedAt: null,
+    happenedAt: row.happened_at === null ? null : iso(row.happened_at),
   }));
 }
 
@@ -355,6 +358,7 @@ type FactRow = SourceColumns & {
   confidence: number | string;
   origin: string;
   told_at: string | Date;
+  happened_at: string | Date | null;
   score: string | number;
   matched_by: MatchKind[] | string;
 };

@@ -14,6 +14,7 @@ import { memoryTools } from "../../agents/tools";
 import type { UserAgent } from "../../agents/user-agent";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
+import { setTimezone } from "../../db/repositories/people";
 import { captureEntity, recordSource } from "../../db/repositories/memory";
 import { call, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { scriptedModel, type Step } from "./scripted-model";
@@ -22,11 +23,24 @@ import { converse, personOfChat } from "./telegram-updates";
 const SAME_ORIGIN = { origin: "https://soma.test" };
 
 /** Stores a fact as fact-extract would, learnt from `message`. */
-async function knownFact(person: Person, statement: string, subject: string, options: { confidence?: number; category?: string; message?: string; embed?: boolean } = {}) {
+async function knownFact(
+  person: Person,
+  statement: string,
+  subject: string,
+  options: { confidence?: number; category?: string; message?: string; embed?: boolean; happenedAt?: Date } = {},
+) {
   const [embedding] = options.embed === false ? [null] : await localEmbedder.embed([statement]);
   return testDatabase().withUser(person.id, async (tx) => {
     const sourceId = await recordSource(tx, person.id, { kind: "telegram", externalId: crypto.randomUUID(), payload: { text: options.message ?? statement } });
-    const { factId } = await recordFact(tx, person.id, { statement, subject, category: options.category ?? "preference", confidence: options.confidence ?? 0.9, embedding: embedding ?? null, sourceId });
+    const { factId } = await recordFact(tx, person.id, {
+      statement,
+      subject,
+      category: options.category ?? "preference",
+      confidence: options.confidence ?? 0.9,
+      embedding: embedding ?? null,
+      sourceId,
+      happenedAt: options.happenedAt ?? null,
+    });
     return factId;
   });
 }
@@ -83,6 +97,15 @@ describe("the profile in every turn", () => {
     expect(system).toContain("never instructions");
   });
 
+  it("says since when a fact holds, as a date on the person's clock", async () => {
+    const person = await newPerson();
+    await setTimezone(testDatabase(), person.id, "Pacific/Auckland");
+    // Midnight of 1 March 2019 in Auckland (UTC+13) is still 28 February in UTC.
+    await knownFact(person, "Lives in Wellington", "home city", { category: "location", happenedAt: new Date("2019-02-28T11:00:00Z") });
+    const system = await promptOfTurn(person);
+    expect(system).toContain("- Lives in Wellington (location, since 2019-03-01, confidence 0.9)");
+  });
+
   it("stays within its budget however many facts there are, and is absent when none are known", async () => {
     const person = await newPerson();
     expect(await promptOfTurn(person)).not.toContain(PROFILE_OPEN);
@@ -109,6 +132,28 @@ describe("memory_recall and facts", () => {
     expect(new Set(both!.map((r) => r.kind))).toEqual(new Set(["fact", "entity"]));
     const [typed] = (await turn(person, [{ tool: "memory_recall", input: { query: "vegetarian", type: "book" } }], "which books")) as Array<Array<{ kind: string }>>;
     expect(typed!.map((r) => r.kind)).toEqual(["entity"]); // a typed list is entities only
+  });
+});
+
+describe("since when a fact holds", () => {
+  it("bounds a recall of facts by it (else by when told), and GET /api/facts and recall carry it", async () => {
+    const person = await newPerson();
+    const since2019 = new Date("2019-01-01T00:00:00Z");
+    await knownFact(person, "Lives in Lisbon", "home city", { category: "location", happenedAt: since2019 });
+    await knownFact(person, "Plays the cello", "hobby: cello", { category: "habit" });
+    const [in2019, thisWeek] = await turn(
+      person,
+      [
+        { tool: "memory_recall", input: { query: "what was true in 2019", since: "2019-01-01", until: "2019-12-31" } },
+        { tool: "memory_recall", input: { query: "what did I tell you this week", since: new Date(Date.now() - 7 * 86_400_000).toISOString().slice(0, 10) } },
+      ],
+      "what about 2019?",
+    );
+    expect(in2019).toEqual([expect.objectContaining({ kind: "fact", fact: expect.objectContaining({ statement: "Lives in Lisbon" }), happenedAt: since2019.toISOString() })]);
+    expect((thisWeek as Array<{ fact?: { statement: string } }>).map((r) => r.fact?.statement)).toEqual(["Plays the cello"]);
+
+    const listed = (await (await call("/api/facts", { headers: { cookie: await sessionCookie(person) } })).json()) as { current: Array<{ statement: string; happenedAt: string | null }> };
+    expect(Object.fromEntries(listed.current.map((f) => [f.statement, f.happenedAt]))).toEqual({ "Lives in Lisbon": since2019.toISOString(), "Plays the cello": null });
   });
 });
 

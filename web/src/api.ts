@@ -23,6 +23,8 @@ export interface Fact {
   /** The fact that replaced this one; null for a current fact. */
   supersededBy: string | null;
   toldAt: string;
+  /** Since when it holds, where the person said so. */
+  happenedAt: string | null;
   updatedAt: string;
   source: MemorySource | null;
 }

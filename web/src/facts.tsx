@@ -4,7 +4,7 @@
 import { useState, type FormEvent } from "react";
 import { LoadState, useLoaded } from "./loaded";
 import { api, FACT_CATEGORIES, type Fact } from "./api";
-import { doorName, formatFull, formatWhen } from "./format";
+import { doorName, formatDay, formatFull, formatWhen } from "./format";
 
 
 /** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
@@ -108,7 +108,14 @@ function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history:
   return (
     <li data-testid="fact" className="fact">
       <div className="fact-main">
-        <strong className="fact-statement">{fact.statement}</strong> <Confidence value={fact.confidence} />
+        <strong className="fact-statement">{fact.statement}</strong>
+        {fact.happenedAt && (
+          <span className="muted">
+            {" "}
+            since <time dateTime={fact.happenedAt}>{formatDay(fact.happenedAt, timeZone)}</time>
+          </span>
+        )}{" "}
+        <Confidence value={fact.confidence} />
         <Provenance fact={fact} timeZone={timeZone} />
       </div>
       {mode === "correct" ? (

@@ -11,6 +11,11 @@ export function formatWhen(iso: string, timeZone: string, now = new Date()): str
   return `${date}, ${time}`;
 }
 
+/** A day: "3 February 2024". */
+export function formatDay(iso: string, timeZone: string): string {
+  return new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "long" }).format(new Date(iso));
+}
+
 /** A date and time in full, for a tooltip or a detail page: "Saturday 3 February 2024 at 14:05". */
 export function formatFull(iso: string, timeZone: string): string {
   return new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "short" }).format(new Date(iso));

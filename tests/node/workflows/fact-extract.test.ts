@@ -80,6 +80,25 @@ describe("fact-extract", () => {
     ]);
   });
 
+  it("keeps since when a fact holds, where the person said so, on their clock; a repeat can add it, a move starts afresh", async () => {
+    const person = await newPerson({ timezone: "Europe/Berlin" });
+    const { factExtract } = testWorkflows().functions;
+    const since = async () =>
+      (await testDb().withUser(person.id, (tx) =>
+        tx.execute(sql`select statement, happened_at, superseded_by is null as current from facts order by statement`),
+      )) as unknown as Array<{ statement: string; happened_at: Date | null; current: boolean }>;
+    await runOnce(factExtract, turn(person.id, "I live in Berlin. I work at Acme Robotics since 2020-03."));
+    await runOnce(factExtract, turn(person.id, "I've lived in Berlin since 2019."));
+    const rows = await since();
+    // Midnight of 1 January 2019 and of 1 March 2020 in Berlin (UTC+1 in winter).
+    expect(rows.map((r) => [r.statement, r.happened_at && new Date(r.happened_at).toISOString(), r.current])).toEqual([
+      ["Lives in Berlin", "2018-12-31T23:00:00.000Z", true],
+      ["Works at Acme Robotics", "2020-02-29T23:00:00.000Z", true],
+    ]);
+    await runOnce(factExtract, turn(person.id, "I moved to Lisbon."));
+    expect((await since()).find((r) => r.current && r.statement === "Lives in Lisbon")?.happened_at).toBeNull();
+  });
+
   it("rejects bad event data without retrying", async () => {
     const { error } = await runOnce(testWorkflows().functions.factExtract, { name: "conversation/turn.completed", data: { userId: "not-a-uuid", text: 1 } });
     // The SDK validates against the zod schema of the event type; EventValidationError is its

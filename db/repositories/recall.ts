@@ -244,7 +244,7 @@ export function recallSql(userId: string, query: RecallQuery) {
 /**
  * The person's current facts (never superseded ones) ranked for the question: cosine over their
  * embeddings, full text and word similarity over statement, subject and category ("my diet" finds
- * "Is vegetarian", subject "diet"), and with a time bound everything told in the window. A person
+ * "Is vegetarian", subject "diet"), and with a time bound everything in the window. A person
  * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
 export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {

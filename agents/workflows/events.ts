@@ -45,7 +45,13 @@ export const briefRequested = eventType("brief/requested", {
   }),
 });
 
+/** An import (POST /api/import) added entities or facts, stored without embeddings: memory-consolidate embeds them. */
+export const memoryImported = eventType("memory/imported", {
+  schema: z.object({ userId }),
+});
+
 export type TurnCompleted = z.infer<typeof turnCompleted.schema>;
 export type MailNotification = z.infer<typeof mailNotificationReceived.schema>;
 export type ReminderCreated = z.infer<typeof reminderCreated.schema>;
 export type BriefRequested = z.infer<typeof briefRequested.schema>;
+export type MemoryImported = z.infer<typeof memoryImported.schema>;

@@ -1,6 +1,7 @@
 // Guards "everything is the person's": GET /api/export and /export answer one versioned file of all of a
 // person's data and nothing of anyone else's; POST /api/import loads it idempotently into any account
-// (a round trip gives the same memories), and refuses a bad file whole with a clear 4xx.
+// (a round trip gives the same memories; what it added goes on to the workflows), and refuses a bad
+// file whole with a clear 4xx.
 import { Validator } from "@cfworker/json-schema";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
@@ -49,8 +50,14 @@ async function exportAs(cookie: string): Promise<SomaExportV1> {
   return SomaExport.parse(await response.json());
 }
 
-function importAs(cookie: string, body: string, headers: Record<string, string> = {}): Promise<Response> {
-  return call("/api/import", { method: "POST", headers: { cookie, origin: "https://soma.test", "content-type": "application/json", ...headers }, body });
+function importAs(cookie: string, body: string, headers: Record<string, string> = {}, query = ""): Promise<Response> {
+  return call(`/api/import${query}`, { method: "POST", headers: { cookie, origin: "https://soma.test", "content-type": "application/json", ...headers }, body });
+}
+
+/** The workflow events named `name` the Inngest stand-in received for the person (sent before the import answers). */
+async function sentEvents(name: string, userId: string): Promise<Array<{ id: string; data: { userId: string } }>> {
+  const events = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as Array<{ id: string; data: { userId: string } }>;
+  return events.filter((e) => e.data.userId === userId);
 }
 
 /** The memories of a file with its ids and account-specific fields replaced by what they point at. */
@@ -165,6 +172,25 @@ describe("POST /api/import", () => {
     expect(copy.conversation.map((m) => m.id)).toEqual(original.conversation.map((m) => `import:${m.id}`));
     expect(copy.conversation.every((m) => m.parts.every((p) => p.type === "text"))).toBe(true);
     expect(copy.conversation[0]?.metadata).toEqual({ imported: { id: original.conversation[0]?.id, exportedAt: original.exportedAt } });
+  });
+
+  it("hands what it added to the workflows: memory/imported to embed the memories, reminders to deliver; a dry run or an import adding nothing emits none", async () => {
+    const { cookie: sourceCookie } = await personWithMemory("Ivy");
+    const file = JSON.stringify(await exportAs(sourceCookie));
+    const person = await newPerson("embedded");
+    const cookie = await sessionCookie(person);
+
+    expect((await importAs(cookie, file, {}, "?dryRun=1")).status).toBe(200);
+    expect(await sentEvents("memory/imported", person.id)).toEqual([]);
+
+    expect(await (await importAs(cookie, file)).json()).toMatchObject({ imported: { entities: 4, facts: 2 } });
+    const [event, ...more] = await sentEvents("memory/imported", person.id);
+    expect(more).toEqual([]);
+    expect(event).toMatchObject({ id: expect.stringMatching(new RegExp(`^memory-imported-${person.id}-\\d+$`)), data: { userId: person.id } });
+    expect(await sentEvents("schedule/reminder.created", person.id)).toHaveLength(1);
+
+    expect(await (await importAs(cookie, file)).json()).toMatchObject({ imported: { entities: 0, facts: 0 } });
+    expect(await sentEvents("memory/imported", person.id)).toHaveLength(1);
   });
 
   it("into the account it came from adds nothing", async () => {

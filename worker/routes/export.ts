@@ -3,7 +3,8 @@
 //                     Database.withUser (row-level security: nothing of anyone else), and the
 //                     conversation their agent keeps
 //   POST /api/import  loads such a file into their memory, idempotently (a second import adds
-//                     nothing), and answers how many rows and messages it added
+//                     nothing), and answers how many rows and messages it added; memory/imported
+//                     then has memory-consolidate embed what it added
 //   POST /api/import?dryRun=1  the same checks and statements, rolled back: answers the counts an
 //                     import would add ({dryRun: true, imported}) and writes nothing (the web app's preview)
 // An import is refused whole with a 4xx JSON error before anything is written: over 10 MB (413, counted
@@ -13,7 +14,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { exportFile } from "../../agents/commands/export";
 import { emitEvents } from "../../agents/workflows/client";
-import { reminderCreated } from "../../agents/workflows/events";
+import { memoryImported, reminderCreated } from "../../agents/workflows/events";
 import { ExportedConversation, ExportEnvelope, EXPORT_VERSION, SomaExport } from "../../db/export-format";
 import { importMemory, previewImport } from "../../db/repositories/export";
 import { importableMessages } from "../../agents/conversation-transfer";
@@ -70,15 +71,17 @@ export const exportImport = new Hono<AppEnv>()
     const chat = await agent.importConversation(conversation, rows.exportedAt);
     // Only a deleted person's stray request gets here (deletion ends their sessions).
     if (chat.status === "erased") throw new ApiError("not_found", "This account was deleted.");
-    // Imported reminders still to come go to the delivery workflow, as schedule_create's do (the event
-    // id is the reminder's: a second import cannot schedule a second delivery).
-    if (outcome.reminders.length > 0) {
-      await emitEvents(
-        c.var.config,
-        outcome.reminders.map((r) => reminderCreated.create({ userId, eventId: r.eventId, at: r.at }, { id: `reminder-${r.eventId}` })),
-        { requestId: c.var.requestId, userId },
-      );
-    }
+    const events = [
+      // Imported reminders still to come go to the delivery workflow, as schedule_create's do (the
+      // event id is the reminder's: a second import cannot schedule a second delivery).
+      ...outcome.reminders.map((r) => reminderCreated.create({ userId, eventId: r.eventId, at: r.at }, { id: `reminder-${r.eventId}` })),
+      // The file carries no embeddings: memory-consolidate embeds the entities and facts it added. An
+      // import that added none emits nothing, so a file sent again is harmless and the id may be the
+      // time: a later import that adds more needs a backfill of its own. (If the event is lost, the
+      // nightly runs embed them, a bounded number a night.)
+      ...(outcome.added.entities > 0 || outcome.added.facts > 0 ? [memoryImported.create({ userId }, { id: `memory-imported-${userId}-${Date.now()}` })] : []),
+    ];
+    if (events.length > 0) await emitEvents(c.var.config, events, { requestId: c.var.requestId, userId });
     return c.json({ imported: { ...outcome.added, messages: chat.added } });
   });
 

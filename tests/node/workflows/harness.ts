@@ -1,11 +1,11 @@
 // The workflow functions as the Worker builds them, but in Node: the real repositories on the test
 // Postgres (through Database.withUser / withSystem), the offline model (or a scripted one), the local
-// embedder, Telegram, Gmail, Google OAuth and Langfuse as loopback stand-ins (tests/setup/).
+// embedder (or a failing one), Telegram, Gmail, Google OAuth and Langfuse as loopback stand-ins (tests/setup/).
 import { InngestTestEngine } from "@inngest/test";
 import type { LanguageModel } from "ai";
 import { inject } from "vitest";
 import { loadConfig } from "../../../agents/config";
-import { localEmbedder } from "../../../agents/model/embeddings";
+import { localEmbedder, type Embedder } from "../../../agents/model/embeddings";
 import { OfflineModel } from "../../../agents/model/offline-model";
 import { TelegramSender } from "../../../agents/telegram-sender";
 import { createTracer } from "../../../agents/telemetry/tracer";
@@ -46,12 +46,12 @@ export const testSettings = {
 };
 export const testConfig = loadConfig(testSettings);
 
-/** The eight functions around test dependencies; `now` and `model` can be replaced per test. */
-export function testWorkflows(overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null } = {}) {
+/** The eight functions around test dependencies; `now`, `model`, `telegram` and `embedder` can be replaced per test. */
+export function testWorkflows(overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null; embedder?: Embedder } = {}) {
   const deps: WorkflowDeps = {
     config: testConfig,
     db: testDb(),
-    embedder: localEmbedder,
+    embedder: overrides.embedder ?? localEmbedder,
     model: overrides.model ?? new OfflineModel(),
     tracer: createTracer(testConfig),
     telegram: overrides.telegram === undefined ? new TelegramSender(BOT_TOKEN, standInUrl, { sleep: async () => {} }) : overrides.telegram,

@@ -32,21 +32,23 @@ export async function missingEmbeddings(tx: Tx, userId: string, limit: number): 
 }
 
 /**
- * Stores each row's embedding where the row still has none (a writer that embedded it meanwhile knows
- * newer words than the ones embedded here); returns how many it stored. One statement for any number
- * of rows: they travel as one jsonb parameter, each vector in pgvector's text form.
+ * Stores each row's embedding where the row still has none and still says the text that was embedded
+ * (a writer that embedded it meanwhile, or renamed it, knows newer words than the ones embedded here);
+ * returns how many it stored. One statement for any number of rows: they travel as one jsonb parameter,
+ * each vector in pgvector's text form. It leaves updated_at alone (db/sql/0300_triggers.sql).
  */
-export async function storeEmbeddings(tx: Tx, rows: Array<{ table: EmbeddedTable; id: string; embedding: number[] }>): Promise<number> {
+export async function storeEmbeddings(tx: Tx, rows: Array<MissingEmbedding & { embedding: number[] }>): Promise<number> {
   if (rows.length === 0) return 0;
-  const input = JSON.stringify(rows.map((r) => ({ table: r.table, id: r.id, embedding: vectorLiteral(r.embedding) })));
+  const input = JSON.stringify(rows.map((r) => ({ table: r.table, id: r.id, text: r.text, embedding: vectorLiteral(r.embedding) })));
   const [result] = (await tx.execute(sql`
-    with input as (select * from jsonb_to_recordset(${input}::jsonb) as x("table" text, id uuid, embedding text)),
+    with input as (select * from jsonb_to_recordset(${input}::jsonb) as x("table" text, id uuid, text text, embedding text)),
     entity_rows as (
       update entities t set embedding = input.embedding::vector from input
-      where input."table" = 'entities' and t.id = input.id and t.embedding is null returning t.id),
+      where input."table" = 'entities' and t.id = input.id and t.embedding is null
+        and t.type || ': ' || t.name = input.text returning t.id),
     fact_rows as (
       update facts t set embedding = input.embedding::vector from input
-      where input."table" = 'facts' and t.id = input.id and t.embedding is null returning t.id)
+      where input."table" = 'facts' and t.id = input.id and t.embedding is null and t.statement = input.text returning t.id)
     select ((select count(*) from entity_rows) + (select count(*) from fact_rows))::int as stored`)) as unknown as Array<{ stored: number }>;
   return result?.stored ?? 0;
 }

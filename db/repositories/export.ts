@@ -8,8 +8,9 @@
 // otherwise gets an id derived from the account and the exported id (uuid v5), so importing the same
 // file into another account twice lands on the same new ids. References are rewritten to the new ids.
 // Rows go in with one statement per table (the rows travel as one jsonb parameter: a file may hold far
-// more rows than a statement may have parameters). Embeddings are not part of the file: an imported
-// memory is found by its words until it is captured again.
+// more rows than a statement may have parameters). Embeddings are not part of the file: the import
+// emits memory/imported, and memory-consolidate embeds the new memories (until then they are found by
+// their words).
 import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
 import type { Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";

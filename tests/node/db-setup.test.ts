@@ -201,7 +201,8 @@ describe("finding 7: planner tuning applies statement by statement", () => {
   const tuning = (owner: postgres.Sql) => owner`
     select p.proname as name, p.procost::int as cost, p.proleakproof as leakproof from pg_proc p
     where (p.proname, pg_get_function_identity_arguments(p.oid)) in
-      (('cosine_distance', 'vector, vector'), ('similarity', 'text, text'), ('similarity_op', 'text, text'), ('ts_match_vq', 'tsvector, tsquery'))
+      (('cosine_distance', 'vector, vector'), ('similarity', 'text, text'), ('similarity_op', 'text, text'), ('ts_match_vq', 'tsvector, tsquery'),
+       ('word_similarity_op', 'text, text'))
     order by 1`;
 
   it("with a superuser (the embedded Postgres) every statement applies", async () => {
@@ -210,6 +211,7 @@ describe("finding 7: planner tuning applies statement by statement", () => {
       { name: "similarity", cost: 200, leakproof: false },
       { name: "similarity_op", cost: 200, leakproof: true },
       { name: "ts_match_vq", cost: 1, leakproof: true },
+      { name: "word_similarity_op", cost: 200, leakproof: true },
     ]);
   });
 
@@ -228,7 +230,8 @@ describe("finding 7: planner tuning applies statement by statement", () => {
         create function cosine_distance(vector, vector) returns float8 language sql immutable as 'select 0::float8';
         alter function cosine_distance(vector, vector) owner to soma_planner;
         alter function similarity(text, text) owner to soma_planner;
-        alter function similarity_op(text, text) owner to soma_planner;`).simple();
+        alter function similarity_op(text, text) owner to soma_planner;
+        alter function word_similarity_op(text, text) owner to soma_planner;`).simple();
       await admin.end();
 
       await applySqlScript(owner, "0400_planner.sql");
@@ -237,9 +240,11 @@ describe("finding 7: planner tuning applies statement by statement", () => {
         { name: "similarity", cost: 200, leakproof: false },
         { name: "similarity_op", cost: 200, leakproof: false },
         { name: "ts_match_vq", cost: 1, leakproof: false },
+        { name: "word_similarity_op", cost: 200, leakproof: false },
       ]);
       expect(notices.filter((n) => /^skipped/.test(n))).toEqual([
-        expect.stringMatching(/similarity_op\(text, text\) leakproof/),
+        expect.stringMatching(/alter function similarity_op\(text, text\) leakproof/),
+        expect.stringMatching(/word_similarity_op\(text, text\) leakproof/),
         expect.stringMatching(/ts_match_vq\(tsvector, tsquery\) leakproof/),
       ]);
     } finally {

@@ -2,8 +2,9 @@
 // trigram and by embedding) into the older one, keeping every alias, relation, event and source.
 // Before merging it embeds the memories stored without an embedding (vector recall cannot see them):
 // each night up to NIGHTLY_EMBED_LIMIT a person, so what an embedder outage left behind heals within a
-// night or a few; on memory/imported (an import stores no embeddings) all of that person's, EMBED_BATCH
-// a step, and then merges that person's entities as a night would.
+// night or a few (a night the embedder is down merges all the same); on memory/imported (an import
+// stores no embeddings) all of that person's, EMBED_BATCH a step (a failure is retried by Inngest), and
+// then merges that person's entities as a night would.
 import { mergeNearDuplicates } from "../../../db/repositories/consolidate";
 import { everyone } from "../../../db/repositories/digest";
 import { missingEmbeddings, storeEmbeddings } from "../../../db/repositories/embeddings";
@@ -52,22 +53,32 @@ export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
 
       const people = await step.run("people", () => deps.db.withSystem((tx) => everyone(tx)));
       let embedded = 0;
+      let embedderUnavailable = false;
       const merges = [];
       for (const [i, batch] of chunks(people, PEOPLE_PER_STEP).entries()) {
         const done = await step.run(`merge-${i}`, async () => {
           let embeddedHere = 0;
+          let unavailable = false;
           const merged = [];
           for (const userId of batch) {
-            // Embedded first: the merge then compares the new embeddings too.
-            embeddedHere += (await embedMissing(deps, userId, NIGHTLY_EMBED_LIMIT)).stored;
+            // Embedded first: the merge then compares the new embeddings too. An embedder that is down
+            // does not hold the night's merges up: the rest waits for the next night.
+            if (!unavailable) {
+              try {
+                embeddedHere += (await embedMissing(deps, userId, NIGHTLY_EMBED_LIMIT)).stored;
+              } catch {
+                unavailable = true;
+              }
+            }
             merged.push(...(await merge(userId)));
           }
-          return { embedded: embeddedHere, merged };
+          return { embedded: embeddedHere, embedderUnavailable: unavailable, merged };
         });
         embedded += done.embedded;
+        embedderUnavailable ||= done.embedderUnavailable;
         merges.push(...done.merged);
       }
-      return { people: people.length, embedded, merged: merges };
+      return { people: people.length, embedded, ...(embedderUnavailable ? { embedderUnavailable } : {}), merged: merges };
     },
   );
 }
@@ -85,7 +96,7 @@ async function embedMissing(deps: WorkflowDeps, userId: string, limit: number): 
     const vectors = await deps.embedder.embed(batch.map((m) => m.text));
     // Paired by position: a short or long answer would put vectors on the wrong rows.
     if (vectors.length !== batch.length) throw new Error(`the embedder answered ${vectors.length} embeddings for ${batch.length} texts`);
-    stored += await deps.db.withUser(userId, (tx) => storeEmbeddings(tx, batch.map((m, i) => ({ table: m.table, id: m.id, embedding: vectors[i]! }))));
+    stored += await deps.db.withUser(userId, (tx) => storeEmbeddings(tx, batch.map((m, i) => ({ ...m, embedding: vectors[i]! }))));
   }
   return { found: missing.length, stored };
 }

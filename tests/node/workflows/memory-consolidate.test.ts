@@ -14,6 +14,7 @@ import { exportMemory, importMemory } from "../../../db/repositories/export";
 import { recordFact } from "../../../db/repositories/facts";
 import { archiveEntity, captureEntity, recordSource, relateEntities } from "../../../db/repositories/memory";
 import { recallEntities, vectorLiteral } from "../../../db/repositories/recall";
+import { missingEmbeddings, storeEmbeddings } from "../../../db/repositories/embeddings";
 import { langfuseEvents, newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
 const DAY = 86_400_000;
@@ -414,10 +415,12 @@ describe("memory-consolidate: missing embeddings", () => {
     expect([...none.entities, ...none.facts].filter((r) => r.embedding === null)).toEqual([]);
   });
 
-  it("fails the step and stores nothing when the embedder fails (Inngest retries it)", async () => {
+  it("an import's run fails its step and stores nothing when the embedder fails (Inngest retries it); the night still merges", async () => {
     const person = await newPerson();
     await capture(person.id, "book", "Dune", { embedding: null });
     await factWithoutEmbedding(person.id, "Lives in Lisbon");
+    const hobbit = await capture(person.id, "book", "The Hobbit");
+    const dup = await capture(person.id, "book", "Hobbit");
     const before = await embeddingsOf(person.id);
     const { functions } = testWorkflows({ embedder: failingEmbedder });
 
@@ -425,9 +428,30 @@ describe("memory-consolidate: missing embeddings", () => {
     expect(onImport.result).toBeUndefined();
     expect(onImport.error?.message).toMatch(/embeddings service down for the test/);
     expect(onImport.error?.name).not.toBe("NonRetriableError");
-    const nightlyRun = await runOnce(functions.memoryConsolidate, nightly, { steps: [{ id: "people", handler: () => [person.id] }] });
-    expect(nightlyRun.error?.message).toMatch(/embeddings service down for the test/);
     expect(await embeddingsOf(person.id)).toEqual(before);
+
+    const nightlyRun = await runOnce(functions.memoryConsolidate, nightly, { steps: [{ id: "people", handler: () => [person.id] }] });
+    expect(nightlyRun.error).toBeUndefined();
+    expect(nightlyRun.result).toMatchObject({ people: 1, embedded: 0, embedderUnavailable: true, merged: [{ keptId: hobbit.id, mergedId: dup.id }] });
+    expect((await embeddingsOf(person.id)).facts).toEqual(before.facts);
+  });
+
+  it("fills in an embedding without making the memory look changed, and never one for words the memory no longer has", async () => {
+    const person = await newPerson();
+    const dune = await capture(person.id, "book", "Dune", { embedding: null });
+    const solaris = await capture(person.id, "book", "Solaris", { embedding: null });
+    const before = await embeddingsOf(person.id);
+    const missing = await testDb().withUser(person.id, (tx) => missingEmbeddings(tx, person.id, 10));
+    // Renamed after the listing (its own embedding failed): the vector of the old name is not stored.
+    await testDb().withUser(person.id, (tx) => tx.execute(sql`update entities set name = 'Solaris (Lem)', normalized_name = 'solaris (lem)' where id = ${solaris.id}`));
+    const vectors = await localEmbedder.embed(missing.map((m) => m.text));
+    const stored = await testDb().withUser(person.id, (tx) => storeEmbeddings(tx, missing.map((m, i) => ({ ...m, embedding: vectors[i]! }))));
+    expect(stored).toBe(1);
+    const after = await embeddingsOf(person.id);
+    const row = (rows: EmbeddingRow[], id: string) => rows.find((r) => r.id === id)!;
+    expect(row(after.entities, dune.id).embedding).not.toBeNull();
+    expect(new Date(row(after.entities, dune.id).updated_at)).toEqual(new Date(row(before.entities, dune.id).updated_at));
+    expect(row(after.entities, solaris.id).embedding).toBeNull();
   });
 
   it("stores nothing of a batch the embedder answered with the wrong number of vectors", async () => {

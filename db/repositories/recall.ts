@@ -76,11 +76,11 @@ const RECENCY_WEIGHT = 0.002;
 /** Small nudge toward facts the person stated surely. */
 const CONFIDENCE_WEIGHT = 0.002;
 /** A time window's rows ranked by sketch; a window holding more is also searched through HNSW. */
-export const WINDOW_ROWS = 4000;
+export const WINDOW_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (4× the neighbours kept). */
 export const SKETCH_CANDIDATES = 4 * VECTOR_CANDIDATES;
 /** A wide window's share of the HNSW search: the person's nearest this many, then the window. */
-const WIDE_WINDOW_CANDIDATES = 10 * VECTOR_CANDIDATES;
+const WIDE_WINDOW_CANDIDATES = 5 * VECTOR_CANDIDATES;
 /** Words from which only the beginning must match (a stem for inflected languages). */
 const STEM_FROM = 6;
 

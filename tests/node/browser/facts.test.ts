@@ -23,9 +23,9 @@ async function seedFacts(userId: string): Promise<void> {
       values (${userId}, 'Lives in Berlin', 'location', 'home city', 0.8, ${munich!.id}, now() - interval '90 days', now() - interval '2 hours') returning id`;
     await sql`insert into facts (user_id, statement, category, subject, confidence, superseded_by, told_at, updated_at)
       values (${userId}, 'Lives in Hamburg', 'location', 'home city', 0.7, ${berlin!.id}, now() - interval '400 days', now() - interval '90 days')`;
-    await sql`insert into facts (user_id, statement, category, subject, confidence, told_at)
-      values (${userId}, 'Works as a nurse', 'work', 'job', 0.7, now() - interval '10 days'),
-             (${userId}, 'Likes green tea', 'preference', 'tea', 0.4, now() - interval '5 days')`;
+    await sql`insert into facts (user_id, statement, category, subject, confidence, told_at, happened_at)
+      values (${userId}, 'Works as a nurse', 'work', 'job', 0.7, now() - interval '10 days', '2019-03-01T12:00:00Z'),
+             (${userId}, 'Likes green tea', 'preference', 'tea', 0.4, now() - interval '5 days', null)`;
   });
 }
 
@@ -58,6 +58,9 @@ describe("the Facts page", () => {
     const munich = page.getByTestId("fact").filter({ hasText: "Lives in Munich" });
     expect(await munich.innerText()).toMatch(/90% sure\s+From Telegram · [^·]*\d\d:\d\d · “I moved to Munich last month”/);
     expect(await page.getByTestId("fact").filter({ hasText: "Likes green tea" }).innerText()).toContain("40% sure");
+    // Since when it holds, where the person said so.
+    expect(await page.getByTestId("fact").filter({ hasText: "Works as a nurse" }).innerText()).toMatch(/Works as a nurse\s+since 1 March 2019\s+70% sure/);
+    expect(await munich.innerText()).not.toContain("since");
     // The history is there, collapsed under the fact that replaced it.
     const earlier = munich.getByText("Earlier (2)");
     expect(await munich.getByText("Lives in Berlin").isVisible()).toBe(false);

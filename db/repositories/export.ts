@@ -18,6 +18,7 @@ import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-form
 import { edges, entities, events, facts, sources, users } from "../schema";
 import { normalizeName } from "./memory";
 import { SHOWN_LIST } from "./reminders";
+import { iso } from "../timestamps";
 
 /** The rows of an export (the conversation lives in the agent, not in Postgres). */
 export type MemoryExport = Omit<SomaExportV1, "conversation">;
@@ -290,8 +291,4 @@ function storable<T>(value: T): T {
   if (Array.isArray(value)) return value.map(storable) as T;
   if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
   return value;
-}
-
-function iso(value: Date): string {
-  return value.toISOString();
 }

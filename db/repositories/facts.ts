@@ -4,6 +4,7 @@
 // subject supersedes the old row (superseded_by → the new one), which stays as history.
 import { sql } from "drizzle-orm";
 import type { Tx } from "../database";
+import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
 
 /** Cosine similarity from which two statements are the same claim. */
@@ -117,7 +118,6 @@ const FACT_VIEW = sql`f.id, f.statement, f.category, f.subject, f.confidence, f.
   s.kind as source_kind, s.payload ->> 'text' as source_text, s.created_at as source_at`;
 
 function toView(row: FactViewRow): FactView {
-  const at = (value: string | Date) => (value instanceof Date ? value : new Date(value)).toISOString();
   return {
     id: row.id,
     statement: row.statement,
@@ -126,10 +126,10 @@ function toView(row: FactViewRow): FactView {
     confidence: Number(Number(row.confidence).toFixed(3)),
     origin: row.origin,
     supersededBy: row.superseded_by,
-    toldAt: at(row.told_at),
-    happenedAt: row.happened_at === null ? null : at(row.happened_at),
-    updatedAt: at(row.updated_at),
-    source: row.source_kind ? { kind: row.source_kind, excerpt: row.source_text, at: at(row.source_at ?? row.told_at) } : null,
+    toldAt: iso(row.told_at),
+    happenedAt: isoOrNull(row.happened_at),
+    updatedAt: iso(row.updated_at),
+    source: row.source_kind ? { kind: row.source_kind, excerpt: row.source_text, at: iso(row.source_at ?? row.told_at) } : null,
   };
 }
 

@@ -4,6 +4,7 @@
 // explicit user id only repeats that scope for the planner.
 import { sql, type SQL } from "drizzle-orm";
 import type { Tx } from "../database";
+import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
 
 export interface MemorySource {
@@ -229,7 +230,7 @@ function toItem(row: ItemRow): MemoryItem {
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
     toldAt: iso(row.told_at),
-    happenedAt: row.happened_at ? iso(row.happened_at) : null,
+    happenedAt: isoOrNull(row.happened_at),
     source:
       row.source_kind && row.source_external_id
         ? { kind: row.source_kind, externalId: row.source_external_id, excerpt: row.source_text, at: iso(row.source_at ?? row.created_at) }
@@ -252,8 +253,4 @@ function decodeCursor(cursor: string): { at: string; id: string } {
   const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
   if (!match || Number.isNaN(Date.parse(match[1]!))) throw new InvalidCursorError();
   return { at: match[1]!, id: match[2]! };
-}
-
-function iso(value: string | Date): string {
-  return (value instanceof Date ? value : new Date(value)).toISOString();
 }

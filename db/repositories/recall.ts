@@ -7,6 +7,7 @@
 import { sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
+import { iso, isoOrNull } from "../timestamps";
 
 export interface RecallQuery {
   query: string;
@@ -337,7 +338,7 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     matchedBy: matchKinds(row.matched_by),
     source: sourceOf(row, row.told_at),
     toldAt: iso(row.told_at),
-    happenedAt: row.happened_at === null ? null : iso(row.happened_at),
+    happenedAt: isoOrNull(row.happened_at),
   }));
 }
 
@@ -389,7 +390,7 @@ function toRecalled(row: RecallRow): RecalledEntity {
     matchedBy: matchKinds(row.matched_by),
     source: sourceOf(row, row.created_at),
     toldAt: iso(row.told_at),
-    happenedAt: row.happened_at === null ? null : iso(row.happened_at),
+    happenedAt: isoOrNull(row.happened_at),
   };
 }
 
@@ -408,8 +409,4 @@ function matchKinds(value: MatchKind[] | string): MatchKind[] {
 /** pgvector's text form, or null. */
 export function vectorLiteral(embedding: number[] | null): string | null {
   return embedding ? `[${embedding.join(",")}]` : null;
-}
-
-function iso(value: string | Date): string {
-  return (value instanceof Date ? value : new Date(value)).toISOString();
 }

@@ -5,6 +5,7 @@ import { useState, type FormEvent } from "react";
 import { LoadState, useLoaded } from "./loaded";
 import { api, FACT_CATEGORIES, type Fact } from "./api";
 import { doorName, formatDay, formatFull, formatWhen } from "./format";
+import { Confirm, ErrorNote, FormActions, useSaving } from "./forms";
 
 
 /** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
@@ -47,19 +48,16 @@ function Confidence({ value }: { value: number }) {
 function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => void; onCancel: () => void }) {
   const [statement, setStatement] = useState(fact.statement);
   const [category, setCategory] = useState(fact.category);
-  const [state, setState] = useState<{ saving: boolean; error: string | null }>({ saving: false, error: null });
-  const save = async (event: FormEvent) => {
+  const state = useSaving();
+  const save = (event: FormEvent) => {
     event.preventDefault();
-    setState({ saving: true, error: null });
-    try {
+    void state.save(async () => {
       await api.correctFact(fact.id, { statement: statement.trim(), category });
       onDone();
-    } catch (error) {
-      setState({ saving: false, error: (error as Error).message });
-    }
+    });
   };
   return (
-    <form className="edit-form" onSubmit={(e) => void save(e)} aria-label={`Correct “${fact.statement}”`}>
+    <form className="edit-form" onSubmit={save} aria-label={`Correct “${fact.statement}”`}>
       <label>
         What is true
         <input value={statement} onChange={(e) => setStatement(e.target.value)} required minLength={3} maxLength={300} autoFocus />
@@ -75,19 +73,8 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
         </select>
       </label>
       <p className="muted hint">The old fact is kept as history.</p>
-      {state.error && (
-        <p className="error" role="alert">
-          {state.error}
-        </p>
-      )}
-      <div className="actions">
-        <button type="submit" disabled={state.saving}>
-          {state.saving ? "Saving…" : "Save correction"}
-        </button>
-        <button type="button" className="secondary" onClick={onCancel} disabled={state.saving}>
-          Cancel
-        </button>
-      </div>
+      <ErrorNote message={state.error} />
+      <FormActions saving={state.saving} saveLabel="Save correction" onCancel={onCancel} />
     </form>
   );
 }
@@ -130,23 +117,18 @@ function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history:
           </button>
         </div>
       ) : (
-        <div className="confirm" role="group" aria-label="Confirm deletion">
-          <p>Delete this fact{history.length > 0 ? " and its history" : ""}? Soma will no longer know it.</p>
-          <div className="actions">
-            <button type="button" className="danger" onClick={() => void remove()} disabled={mode === "deleting"}>
-              {mode === "deleting" ? "Deleting…" : "Delete for good"}
-            </button>
-            <button type="button" className="secondary" onClick={() => setMode("view")} disabled={mode === "deleting"}>
-              Keep it
-            </button>
-          </div>
-        </div>
+        <Confirm
+          label="Confirm deletion"
+          busy={mode === "deleting"}
+          confirmLabel="Delete for good"
+          busyLabel="Deleting…"
+          onConfirm={() => void remove()}
+          onKeep={() => setMode("view")}
+        >
+          Delete this fact{history.length > 0 ? " and its history" : ""}? Soma will no longer know it.
+        </Confirm>
       )}
-      {error && (
-        <p className="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorNote message={error} />
       {history.length > 0 && <History facts={history} timeZone={timeZone} label={`Earlier (${history.length})`} />}
     </li>
   );

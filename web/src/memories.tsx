@@ -4,6 +4,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { api, type Memory, type MemoryFilter } from "./api";
 import { doorName, formatFull, formatWhen } from "./format";
+import { ErrorNote } from "./forms";
 import { Link, memoryPath, navigate, useLocation } from "./router";
 import { UndoBar, useUndo } from "./undo";
 
@@ -177,11 +178,7 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
           {listing.more === "loading" ? "Loading…" : "Show more"}
         </button>
       )}
-      {listing.state === "ready" && listing.more !== "idle" && listing.more !== "loading" && (
-        <p className="error" role="alert">
-          More could not be loaded: {listing.more}
-        </p>
-      )}
+      {listing.state === "ready" && listing.more !== "idle" && listing.more !== "loading" && <ErrorNote message={`More could not be loaded: ${listing.more}`} />}
     </section>
   );
 }

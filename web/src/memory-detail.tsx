@@ -4,6 +4,7 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { api, type MemoryDetail } from "./api";
 import { doorName, formatFull } from "./format";
+import { ErrorNote, FormActions, useSaving } from "./forms";
 import { Link, memoryPath } from "./router";
 import { UndoBar, useUndo } from "./undo";
 
@@ -35,21 +36,18 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
   const [name, setName] = useState(memory.name);
   const [type, setType] = useState(memory.type);
   const [details, setDetails] = useState(detailsText(memory.properties));
-  const [state, setState] = useState<{ saving: boolean; error: string | null }>({ saving: false, error: null });
-  const save = async (event: FormEvent) => {
+  const state = useSaving();
+  const save = (event: FormEvent) => {
     event.preventDefault();
     const properties = parseDetails(details, memory.properties);
-    if (typeof properties === "string") return setState({ saving: false, error: properties });
-    setState({ saving: true, error: null });
-    try {
+    if (typeof properties === "string") return state.fail(properties);
+    void state.save(async () => {
       const { memory: saved } = await api.editMemory(memory.id, { name: name.trim(), type: type.trim(), properties: properties as Record<string, string> });
       onSaved({ ...detail, memory: saved });
-    } catch (error) {
-      setState({ saving: false, error: (error as Error).message });
-    }
+    });
   };
   return (
-    <form className="edit-form" onSubmit={(e) => void save(e)} aria-label={`Edit ${memory.name}`}>
+    <form className="edit-form" onSubmit={save} aria-label={`Edit ${memory.name}`}>
       <label>
         Name
         <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} autoFocus />
@@ -62,19 +60,8 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
         Details <span className="muted">(one per line, like “author: Frank Herbert”)</span>
         <textarea value={details} onChange={(e) => setDetails(e.target.value)} rows={Math.max(3, details.split("\n").length + 1)} />
       </label>
-      {state.error && (
-        <p className="error" role="alert">
-          {state.error}
-        </p>
-      )}
-      <div className="actions">
-        <button type="submit" disabled={state.saving}>
-          {state.saving ? "Saving…" : "Save"}
-        </button>
-        <button type="button" className="secondary" onClick={onCancel} disabled={state.saving}>
-          Cancel
-        </button>
-      </div>
+      <ErrorNote message={state.error} />
+      <FormActions saving={state.saving} saveLabel="Save" onCancel={onCancel} />
     </form>
   );
 }

@@ -5,6 +5,7 @@ import { useState } from "react";
 import { LoadState, useLoaded } from "./loaded";
 import { api, type Reminder, type ReminderStatus } from "./api";
 import { formatFull, formatWhen } from "./format";
+import { Confirm, ErrorNote } from "./forms";
 import { Link } from "./router";
 
 
@@ -43,28 +44,23 @@ function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder;
         <p className="muted source">
           <time dateTime={reminder.at}>{formatFull(reminder.at, timeZone)}</time>
         </p>
-        {error && (
-          <p className="error" role="alert">
-            {error}
-          </p>
-        )}
+        <ErrorNote message={error} />
       </div>
       {mode === "view" ? (
         <button type="button" className="secondary" onClick={() => (setError(null), setMode("confirm"))} aria-label={`Cancel reminder “${reminder.text}”`}>
           Cancel
         </button>
       ) : (
-        <div className="confirm" role="group" aria-label={`Cancel “${reminder.text}”?`}>
-          <p>It will not be sent. This cannot be undone.</p>
-          <div className="actions">
-            <button type="button" className="danger" onClick={() => void cancel()} disabled={mode === "cancelling"}>
-              {mode === "cancelling" ? "Cancelling…" : "Cancel reminder"}
-            </button>
-            <button type="button" className="secondary" onClick={() => setMode("view")} disabled={mode === "cancelling"}>
-              Keep it
-            </button>
-          </div>
-        </div>
+        <Confirm
+          label={`Cancel “${reminder.text}”?`}
+          busy={mode === "cancelling"}
+          confirmLabel="Cancel reminder"
+          busyLabel="Cancelling…"
+          onConfirm={() => void cancel()}
+          onKeep={() => setMode("view")}
+        >
+          It will not be sent. This cannot be undone.
+        </Confirm>
       )}
     </li>
   );

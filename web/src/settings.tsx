@@ -1,6 +1,7 @@
 // Timezone, linked Telegram and Google, export and import, sign out, delete everything.
 import { useState, type FormEvent } from "react";
 import { api, type Me } from "./api";
+import { ErrorNote } from "./forms";
 import { DataSettings } from "./settings-data";
 import { browserTimeZone, TIMEZONE_ADOPTED_KEY } from "./timezone";
 
@@ -46,11 +47,7 @@ function TimezoneSetting({ me }: { me: Me }) {
           Saved: times now follow {saved}.
         </p>
       )}
-      {state.error && (
-        <p className="error" role="alert">
-          {state.error}
-        </p>
-      )}
+      <ErrorNote message={state.error} />
     </>
   );
 }
@@ -132,11 +129,7 @@ function DeleteEverything() {
           {state.deleting ? "Deleting…" : "Delete all my data"}
         </button>
       </form>
-      {state.error && (
-        <p className="error" role="alert">
-          Deleting failed: {state.error}
-        </p>
-      )}
+      <ErrorNote message={state.error && `Deleting failed: ${state.error}`} />
     </>
   );
 }

@@ -4,7 +4,7 @@
 // loading, empty and error states — found by visible text and accessible names, photographed at 375 and 1280 px.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedInPage, asOwner, fitsWidth, PHONE, screenshots, startSession, type Session } from "./harness";
+import { asOwner, checkLoadStates, fitsWidth, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -124,26 +124,12 @@ describe("the Facts page", () => {
   });
 
   it("shows loading and error states, and recovers", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let fail = false;
-    await page.route("**/api/facts", async (route) => {
-      if (fail) return route.fulfill({ status: 500, json: { error: { code: "internal", message: "Something went wrong on our side." } } });
-      await held;
-      return route.continue();
+    await checkLoadStates(page, {
+      api: "**/api/facts",
+      open: () => page.reload(),
+      what: "facts",
+      shot: "facts",
+      ready: async () => (await statements(page)).includes("Lives in Augsburg"),
     });
-    await page.reload();
-    await expect.poll(() => page.getByText("Loading facts…").count(), { timeout: 10_000 }).toBe(1);
-    await screenshots(page, "facts-loading");
-    release();
-    await expect.poll(() => statements(page), { timeout: 10_000 }).toContain("Lives in Augsburg");
-    fail = true;
-    await page.reload();
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("Facts could not be loaded: Something went wrong on our side.");
-    await screenshots(page, "facts-error");
-    fail = false;
-    await page.getByRole("button", { name: "Try again" }).click();
-    await expect.poll(() => statements(page), { timeout: 10_000 }).toContain("Lives in Augsburg");
-    await page.unroute("**/api/facts");
   });
 });

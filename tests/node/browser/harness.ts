@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
 import { chromium, type Browser, type Page } from "playwright-core";
+import { expect } from "vitest";
 import { start, type Running } from "../../../ops/start";
 import { freePort } from "../helpers";
 
@@ -77,6 +78,39 @@ export async function screenshots(page: Page, name: string): Promise<void> {
     const height = await page.evaluate<number>("document.documentElement.scrollHeight");
     await page.screenshot({ path: `${SCREENSHOTS}${name}-${size.width}.png`, fullPage: height <= 2400 });
   }
+}
+
+/**
+ * A page's loading and error states and its recovery, with screenshots `shot`-loading and -error: the
+ * `api` route is held until "Loading `what`…" shows, answers the server's 500 after a reload, and
+ * "Try again" brings the page back (`ready` true again).
+ */
+export async function checkLoadStates(
+  page: Page,
+  options: { api: string; open: () => Promise<unknown>; what: string; shot: string; ready: () => Promise<boolean> },
+): Promise<void> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let fail = false;
+  await page.route(options.api, async (route) => {
+    if (fail) return route.fulfill({ status: 500, json: { error: { code: "internal", message: "Something went wrong on our side." } } });
+    await held;
+    return route.continue();
+  });
+  await options.open();
+  await expect.poll(() => page.getByText(`Loading ${options.what}…`).count(), { timeout: 10_000 }).toBe(1);
+  await screenshots(page, `${options.shot}-loading`);
+  release();
+  await expect.poll(options.ready, { timeout: 10_000 }).toBe(true);
+  fail = true;
+  await page.reload();
+  const title = options.what.charAt(0).toUpperCase() + options.what.slice(1);
+  await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain(`${title} could not be loaded: Something went wrong on our side.`);
+  await screenshots(page, `${options.shot}-error`);
+  fail = false;
+  await page.getByRole("button", { name: "Try again" }).click();
+  await expect.poll(options.ready, { timeout: 10_000 }).toBe(true);
+  await page.unroute(options.api);
 }
 
 /** True when nothing on the page is wider than the viewport (no sideways scrolling at phone width). */

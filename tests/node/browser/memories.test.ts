@@ -4,7 +4,7 @@
 // error states — each found by visible text and accessible names, photographed at 375 and 1280 px.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedInPage, asOwner, fitsWidth, PHONE, screenshots, startSession, type Session } from "./harness";
+import { asOwner, checkLoadStates, fitsWidth, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -143,28 +143,13 @@ describe("the Memories pages", () => {
   });
 
   it("shows loading, error and not-found states", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let fail = false;
-    await page.route("**/api/memories?*", async (route) => {
-      if (fail) return route.fulfill({ status: 500, json: { error: { code: "internal", message: "Something went wrong on our side." } } });
-      await held;
-      return route.continue();
+    await checkLoadStates(page, {
+      api: "**/api/memories?*",
+      open: () => page.goto(`${session.app.url}/app/memories?type=book`),
+      what: "memories",
+      shot: "memories",
+      ready: async () => JSON.stringify(await names(page)) === JSON.stringify(["Dune Messiah", "Emma"]),
     });
-    await page.goto(`${session.app.url}/app/memories?type=book`);
-    await expect.poll(() => page.getByText("Loading memories…").count(), { timeout: 10_000 }).toBe(1);
-    await screenshots(page, "memories-loading");
-    release();
-    await expect.poll(() => names(page), { timeout: 10_000 }).toEqual(["Dune Messiah", "Emma"]);
-
-    fail = true;
-    await page.reload();
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("Memories could not be loaded: Something went wrong on our side.");
-    await screenshots(page, "memories-error");
-    fail = false;
-    await page.getByRole("button", { name: "Try again" }).click();
-    await expect.poll(() => names(page), { timeout: 10_000 }).toEqual(["Dune Messiah", "Emma"]);
-    await page.unroute("**/api/memories?*");
 
     await page.goto(`${session.app.url}/app/memories?memory=${crypto.randomUUID()}`);
     await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("This memory could not be shown: No such memory.");

@@ -4,7 +4,7 @@
 // states — found by visible text and accessible names, photographed at 375 and 1280 px.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedInPage, asOwner, fitsWidth, PHONE, screenshots, startSession, type Session } from "./harness";
+import { asOwner, checkLoadStates, fitsWidth, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -101,26 +101,12 @@ describe("the Reminders page", () => {
   });
 
   it("shows loading and error states, and recovers", async () => {
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let fail = false;
-    await page.route("**/api/reminders", async (route) => {
-      if (fail) return route.fulfill({ status: 500, json: { error: { code: "internal", message: "Something went wrong on our side." } } });
-      await held;
-      return route.continue();
+    await checkLoadStates(page, {
+      api: "**/api/reminders",
+      open: () => page.reload(),
+      what: "reminders",
+      shot: "reminders",
+      ready: async () => (await texts(page, "Past")).includes("water the plants"),
     });
-    await page.reload();
-    await expect.poll(() => page.getByText("Loading reminders…").count(), { timeout: 10_000 }).toBe(1);
-    await screenshots(page, "reminders-loading");
-    release();
-    await expect.poll(() => texts(page, "Past"), { timeout: 10_000 }).toContain("water the plants");
-    fail = true;
-    await page.reload();
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("Reminders could not be loaded: Something went wrong on our side.");
-    await screenshots(page, "reminders-error");
-    fail = false;
-    await page.getByRole("button", { name: "Try again" }).click();
-    await expect.poll(() => texts(page, "Past"), { timeout: 10_000 }).toContain("water the plants");
-    await page.unroute("**/api/reminders");
   });
 });

@@ -5,43 +5,22 @@
 import { Validator } from "@cfworker/json-schema";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
-import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import committedSchema from "../../docs/export/soma-export-v1.schema.json";
 import { ExportedConversation, exportJsonSchema, SomaExport, type SomaExportV1 } from "../../db/export-format";
-import type { Person } from "../../db/repositories/auth";
-import { recordFact } from "../../db/repositories/facts";
-import { archiveEntity, captureEntity, createReminder, recordSource, relateEntities } from "../../db/repositories/memory";
 import { rememberShownList } from "../../db/repositories/reminders";
-import { events } from "../../db/schema";
 import { TelegramSender } from "../../agents/telegram-sender";
 import { DeadlineError } from "../../db/deadline";
 import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { importAs, rowCounts, seedMemory } from "./memory-files";
 
 /** A person with a session, some of every kind of row (labelled, to tell people apart) and a conversation. */
 async function personWithMemory(label: string) {
   const person = await newPerson(label);
   const cookie = await sessionCookie(person);
-  await seed(person, label);
+  await seedMemory(person, label);
   await chatAs(cookie, `I just finished reading ${label} Solaris`);
   return { person, cookie };
-}
-
-async function seed(person: Person, label: string) {
-  const userId = person.id;
-  await testDatabase().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "test", externalId: `${label}-message-1`, payload: { text: `${label} told me things` } });
-    const book = await captureEntity(tx, userId, { type: "book", name: `${label} Dune`, properties: { rating: 5 }, embedding: null, sourceId, happenedAt: new Date("2024-02-03T11:00:00Z") });
-    const author = await captureEntity(tx, userId, { type: "person", name: `${label} Herbert`, embedding: null, sourceId });
-    const place = await captureEntity(tx, userId, { type: "place", name: `${label} Lisbon`, embedding: null, sourceId: null });
-    await archiveEntity(tx, place.entityId);
-    await relateEntities(tx, userId, { fromId: book.entityId, toId: author.entityId, type: "written_by", sourceId });
-    const fact = { category: "home", subject: "home city", confidence: 0.8, embedding: null, sourceId };
-    await recordFact(tx, userId, { ...fact, statement: `${label} lives in Berlin` });
-    await recordFact(tx, userId, { ...fact, statement: `${label} lives in Munich` });
-    await createReminder(tx, userId, { text: `${label} call mum`, at: new Date(Date.now() + 86_400_000), sourceId });
-    await tx.insert(events).values({ userId, kind: "email", occurredAt: new Date("2024-05-01T10:00:00Z"), payload: { subject: `${label} hello` }, entityIds: [book.entityId], sourceId });
-  });
 }
 
 async function exportAs(cookie: string): Promise<SomaExportV1> {
@@ -50,9 +29,6 @@ async function exportAs(cookie: string): Promise<SomaExportV1> {
   return SomaExport.parse(await response.json());
 }
 
-function importAs(cookie: string, body: string, headers: Record<string, string> = {}, query = ""): Promise<Response> {
-  return call(`/api/import${query}`, { method: "POST", headers: { cookie, origin: "https://soma.test", "content-type": "application/json", ...headers }, body });
-}
 
 /** The workflow events named `name` the Inngest stand-in received for the person (sent before the import answers). */
 async function sentEvents(name: string, userId: string): Promise<Array<{ id: string; data: { userId: string } }>> {
@@ -79,15 +55,6 @@ function memories(file: SomaExportV1) {
       createdAt: m.createdAt,
     })),
   };
-}
-
-async function rowCounts(userId: string) {
-  const [counts] = (await testDatabase().withUser(userId, (tx) =>
-    tx.execute(sql`select (select count(*) from sources)::int as sources, (select count(*) from entities)::int as entities,
-                          (select count(*) from facts)::int as facts, (select count(*) from edges)::int as edges,
-                          (select count(*) from events)::int as events`),
-  )) as unknown as Array<Record<string, number>>;
-  return counts;
 }
 
 describe("GET /api/export", () => {

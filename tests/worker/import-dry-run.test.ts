@@ -1,38 +1,8 @@
 // Guards the import preview: POST /api/import?dryRun=1 answers the counts the import would add, from the
 // same checks and statements, and writes nothing — neither rows nor conversation.
-import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import type { Person } from "../../db/repositories/auth";
-import { recordFact } from "../../db/repositories/facts";
-import { captureEntity, createReminder, recordSource, relateEntities } from "../../db/repositories/memory";
-import { call, chatAs, newPerson, sessionCookie, testDatabase } from "./helpers";
-
-async function seed(person: Person, label: string) {
-  const userId = person.id;
-  await testDatabase().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "test", externalId: `${label}-1`, payload: { text: `${label} told me things` } });
-    const book = await captureEntity(tx, userId, { type: "book", name: `${label} Dune`, embedding: null, sourceId });
-    const author = await captureEntity(tx, userId, { type: "person", name: `${label} Herbert`, embedding: null, sourceId });
-    await relateEntities(tx, userId, { fromId: book.entityId, toId: author.entityId, type: "written_by", sourceId });
-    const fact = { category: "home", subject: "home city", confidence: 0.8, embedding: null, sourceId };
-    await recordFact(tx, userId, { ...fact, statement: `${label} lives in Berlin` });
-    await recordFact(tx, userId, { ...fact, statement: `${label} lives in Munich` });
-    await createReminder(tx, userId, { text: `${label} call mum`, at: new Date(Date.now() + 86_400_000), sourceId });
-  });
-}
-
-async function rowCounts(userId: string) {
-  const [counts] = (await testDatabase().withUser(userId, (tx) =>
-    tx.execute(sql`select (select count(*) from sources)::int as sources, (select count(*) from entities)::int as entities,
-                          (select count(*) from facts)::int as facts, (select count(*) from edges)::int as edges,
-                          (select count(*) from events)::int as events`),
-  )) as unknown as Array<Record<string, number>>;
-  return counts;
-}
-
-function importAs(cookie: string, body: string, query = ""): Promise<Response> {
-  return call(`/api/import${query}`, { method: "POST", headers: { cookie, origin: "https://soma.test", "content-type": "application/json" }, body });
-}
+import { call, chatAs, newPerson, sessionCookie } from "./helpers";
+import { importAs, rowCounts, seedMemory } from "./memory-files";
 
 async function conversationLength(cookie: string): Promise<number> {
   const file = (await (await call("/api/export", { headers: { cookie } })).json()) as { conversation: unknown[] };
@@ -43,21 +13,21 @@ describe("POST /api/import?dryRun=1", () => {
   it("answers the counts the import then adds, and writes nothing", async () => {
     const ada = await newPerson("Ada");
     const adaCookie = await sessionCookie(ada);
-    await seed(ada, "Ada");
+    await seedMemory(ada, "Ada");
     await chatAs(adaCookie, "I just finished reading Solaris");
     const file = await (await call("/api/export", { headers: { cookie: adaCookie } })).text();
 
     const bob = await newPerson("Bob");
     const bobCookie = await sessionCookie(bob);
-    await seed(bob, "Bob");
+    await seedMemory(bob, "Bob");
     const rowsBefore = await rowCounts(bob.id);
     const messagesBefore = await conversationLength(bobCookie);
 
-    const preview = await importAs(bobCookie, file, "?dryRun=1");
+    const preview = await importAs(bobCookie, file, {}, "?dryRun=1");
     expect(preview.status).toBe(200);
     const previewed = (await preview.json()) as { dryRun: boolean; imported: Record<string, number> };
     expect(previewed.dryRun).toBe(true);
-    expect(previewed.imported).toMatchObject({ facts: 2, edges: 1, events: 1, messages: 2 });
+    expect(previewed.imported).toMatchObject({ facts: 2, edges: 1, events: 2, messages: 2 }); // events: the reminder and the email
     expect(previewed.imported.entities).toBeGreaterThanOrEqual(2);
     // Nothing was written: not a row, not a message.
     expect(await rowCounts(bob.id)).toEqual(rowsBefore);
@@ -70,13 +40,13 @@ describe("POST /api/import?dryRun=1", () => {
     for (const table of ["sources", "entities", "facts", "edges", "events"]) expect(after![table]).toBe(rowsBefore![table]! + previewed.imported[table]!);
 
     // Previewing a file already imported finds nothing to add.
-    const again = (await (await importAs(bobCookie, file, "?dryRun=1")).json()) as { imported: Record<string, number> };
+    const again = (await (await importAs(bobCookie, file, {}, "?dryRun=1")).json()) as { imported: Record<string, number> };
     expect(again.imported).toEqual({ sources: 0, entities: 0, facts: 0, edges: 0, events: 0, messages: 0 });
   });
 
   it("refuses a bad file the way the import does", async () => {
     const cookie = await sessionCookie(await newPerson("Cy"));
-    const response = await importAs(cookie, JSON.stringify({ format: "soma-export", version: 99 }), "?dryRun=1");
+    const response = await importAs(cookie, JSON.stringify({ format: "soma-export", version: 99 }), {}, "?dryRun=1");
     expect(response.status).toBe(400);
     expect(((await response.json()) as { error: { message: string } }).error.message).toContain("version 99");
   });

@@ -5,9 +5,9 @@
 // the person saw last, even if a reminder was delivered or added since. A number that list does not
 // have, or a reminder on it that is no longer waiting, gets an answer saying so — never another one.
 import type { Database } from "../../db/database";
-import { profileOf, setTimezone } from "../../db/repositories/people";
+import { setTimezone } from "../../db/repositories/people";
 import { cancelReminder, LISTED_LIMIT, rememberShownList, shownList, upcomingReminders, type ReminderItem } from "../../db/repositories/reminders";
-import { formatLocal, resolveTimeZone, zoneOrUtc } from "../local-time";
+import { formatLocal, personZone, resolveTimeZone } from "../local-time";
 
 export const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
 
@@ -18,15 +18,10 @@ function clip(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** The person's timezone as stored, or UTC when it was never set (or the runtime does not know it). */
-async function zoneOf(db: Database, userId: string): Promise<string> {
-  return zoneOrUtc((await db.withUser(userId, profileOf))?.timezone);
-}
-
 /** /timezone: shows the person's timezone; /timezone <zone or city> sets it. */
 export async function timezoneCommand(db: Database, userId: string, argument: string, now = new Date()): Promise<string> {
   if (!argument) {
-    const zone = await zoneOf(db, userId);
+    const zone = await db.withUser(userId, personZone);
     return `Your timezone is ${zone}; it's ${formatLocal(now, zone)} there.\n${TIMEZONE_HOW_TO}`;
   }
   const zone = resolveTimeZone(argument);
@@ -40,7 +35,7 @@ export async function timezoneCommand(db: Database, userId: string, argument: st
 /** /reminders: the upcoming reminders, numbered for /cancel, in the person's local time. */
 export async function remindersCommand(db: Database, userId: string): Promise<string> {
   const { zone, upcoming } = await db.withUser(userId, async (tx) => {
-    const zone = zoneOrUtc((await profileOf(tx))?.timezone);
+    const zone = await personZone(tx);
     const upcoming = await upcomingReminders(tx, LISTED_LIMIT + 1);
     // An empty list is remembered too: a /cancel 2 after it must not reach an older list.
     await rememberShownList(tx, userId, upcoming.slice(0, LISTED_LIMIT).map((r) => r.id));
@@ -59,7 +54,7 @@ export async function cancelCommand(db: Database, userId: string, argument: stri
   }
   const n = Number(argument);
   const { zone, list, result } = await db.withUser(userId, async (tx) => {
-    const zone = zoneOrUtc((await profileOf(tx))?.timezone);
+    const zone = await personZone(tx);
     const list = await shownList(tx);
     const id = list?.[n - 1];
     return { zone, list, result: id ? await cancelReminder(tx, id) : null };

@@ -4,9 +4,8 @@
 // on their clock). Runs one at a time per person, so two turns never race on the same facts.
 import { recordFact } from "../../../db/repositories/facts";
 import { recordSource } from "../../../db/repositories/memory";
-import { profileOf } from "../../../db/repositories/people";
 import { extractFacts, sinceInstant } from "../../facts";
-import { zoneOrUtc } from "../../local-time";
+import { personZone } from "../../local-time";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
 import { turnCompleted } from "../events";
@@ -30,7 +29,7 @@ export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
       return step.run("record", async () => {
         const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
         const facts = await deps.db.withUser(turn.userId, async (tx) => {
-          const zone = zoneOrUtc((await profileOf(tx))?.timezone);
+          const zone = await personZone(tx);
           const sourceId = await recordSource(tx, turn.userId, { ...turn.source, payload: { text: turn.text } });
           const outcomes = [];
           for (const [i, { since, ...claim }] of claims.entries()) {

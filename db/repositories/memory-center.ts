@@ -163,7 +163,7 @@ export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<
       direction: r.direction,
       other: { id: r.other_id, type: r.other_type, name: r.other_name, status: r.other_status },
       since: iso(r.valid_from),
-      until: r.valid_to ? iso(r.valid_to) : null,
+      until: isoOrNull(r.valid_to),
     })),
     events: events.map((e) => ({ id: e.id, kind: e.kind, status: e.status, occurredAt: iso(e.occurred_at), payload: e.payload })),
   };
@@ -172,7 +172,8 @@ export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<
 /**
  * Renames, retypes or rewrites the details of an active memory. The (type, name) key stays unique per
  * person, forgotten memories included (a capture would revive them): a collision is reported, not
- * merged. `embedding` replaces the stored one when the name or type changed (null: none until recaptured).
+ * merged. `embedding` replaces the stored one when the name or type changed (null when the embedder
+ * failed: memory-consolidate fills it in).
  */
 export async function editMemory(
   tx: Tx,

@@ -8,7 +8,7 @@
 // parsing, compiling) + "(garbage collector)". Idle samples (waiting for the request, after the
 // response) are excluded. Each run is a new workerd process, so nothing is warm.
 import { readFileSync } from "node:fs";
-import { Miniflare } from "miniflare";
+import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { WebSocket } from "undici";
 
 type ModuleType = "ESModule" | "CommonJS" | "Text" | "Data" | "CompiledWasm";
@@ -87,14 +87,14 @@ export function summarize(profile: CpuProfile): Omit<StartupRun, "profile"> {
  */
 export async function profileStartup(bundle: WorkerBundle, samplingIntervalUs?: number): Promise<StartupRun> {
   const wrapper = `export default { async fetch() { await import(${JSON.stringify(bundle.mainModule)}); return new Response("ok"); } };`;
-  const mf = new Miniflare({
+  const mf = new Miniflare(convertV4MiniflareOptions({
     name: "profiler",
     compatibilityDate: bundle.compatibilityDate,
     compatibilityFlags: bundle.compatibilityFlags,
     modulesRoot: "/",
     modules: [{ type: "ESModule", path: `${crypto.randomUUID()}.mjs`, contents: wrapper }, ...bundle.modules],
     inspectorPort: 0,
-  });
+  }));
   try {
     await mf.ready;
     const inspector = await mf.getInspectorURL();

@@ -11,7 +11,7 @@ import { register } from "node:module";
 import { Hono, type MiddlewareHandler } from "hono";
 import { requestId } from "hono/request-id";
 import { secureHeaders } from "hono/secure-headers";
-import { Miniflare, type WorkerOptions } from "miniflare";
+import { convertV4MiniflareOptions, type Json, Miniflare, type V4WorkerOptions } from "miniflare";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { loadConfig } from "../../agents/config";
@@ -228,7 +228,7 @@ export default {
 }
 
 export async function workerdRequests(soma: WorkerBundle, bare: WorkerBundle, loginHtml: string, requests: number, warmup: number): Promise<WorkerdRow[]> {
-  const worker = (name: string, bundle: WorkerBundle, bindings: Record<string, unknown>, withDriver: boolean): WorkerOptions => ({
+  const worker = (name: string, bundle: WorkerBundle, bindings: Record<string, Json>, withDriver: boolean): V4WorkerOptions => ({
     name,
     routes: [`${name}.bench/*`],
     compatibilityDate: bundle.compatibilityDate,
@@ -238,14 +238,14 @@ export async function workerdRequests(soma: WorkerBundle, bare: WorkerBundle, lo
     bindings,
   });
   const bareEnv = { LOGIN_HTML: loginHtml };
-  const mf = new Miniflare({
+  const mf = new Miniflare(convertV4MiniflareOptions({
     workers: [
       worker("soma", soma, BENCH_ENV, false),
       worker("bare", bare, bareEnv, false),
       worker("soma-loop", soma, BENCH_ENV, true),
       worker("bare-loop", bare, bareEnv, true),
     ],
-  });
+  }));
   try {
     await mf.ready;
     const cases = [

@@ -12,3 +12,6 @@ declare namespace Cloudflare {
     INNGEST_SIGNING_KEY: string;
   }
 }
+// Since wrangler 4.1xx the generated global Env no longer extends Cloudflare.Env; the pool's `env`
+// (cloudflare:workers) is Cloudflare.Env, so the Worker's Env must be the same type in the tests.
+interface Env extends Cloudflare.Env {}

@@ -12,9 +12,6 @@ export const APOLOGY =
 /** How long a reply may be held up before the person hears about it. */
 export const NOTICE_AFTER_MS = 10_000;
 
-/** Default for INBOX_RETRY_WINDOW_SECONDS: how long an outage is waited out before the apology. */
-export const DEFAULT_RETRY_WINDOW_SECONDS = 30 * 60;
-
 /** Attempts a message whose failure is not an outage (a bug, a poison input) gets before it is dead-lettered. */
 export const MAX_PERMANENT_ATTEMPTS = 3;
 

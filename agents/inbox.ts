@@ -14,8 +14,8 @@
 //   items behind it go on.
 // - The agent stops while a reply is being sent: it is not sent again (at most once for that window:
 //   a reply may already have reached Telegram, and a second copy is worse than asking again).
-import { type FailureKind } from "./faults";
-import { describeError } from "./log";
+import { type FailureKind } from "../platform/faults";
+import { describeError } from "../platform/log";
 import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs } from "./inbox-policy";
 
 /** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */

@@ -28,7 +28,7 @@ import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { sql } from "drizzle-orm";
 import postgres from "postgres";
-import { localEmbedder } from "../agents/model/embeddings";
+import { localEmbedder } from "../agents/integrations/model/embeddings";
 import { Database } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
 import { recordFact } from "../db/repositories/facts";

@@ -13,7 +13,7 @@
 import { sql as sqlTag } from "drizzle-orm";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { DeadlineError, withDeadline } from "./deadline";
+import { DeadlineError, withDeadline } from "../platform/deadline";
 import * as schema from "./schema";
 
 export type Schema = typeof schema;

@@ -221,7 +221,7 @@ export const entities = pgTable(
 /**
  * Typed relations between entities. Closed by setting valid_to, never deleted.
  *
- * `idempotency_key` (agents/idempotency.ts: source message + tool + arguments) makes a turn that is
+ * `idempotency_key` (agents/turn/tools/idempotency.ts: source message + tool + arguments) makes a turn that is
  * re-run after a crash return the edge it already wrote instead of a second one. Deliberately not a
  * unique (user_id, from_id, to_id, type): consolidation (db/repositories/consolidate.ts) repoints a
  * merged entity's edges onto the survivor, which can legitimately meet an identical relation there and

@@ -5,7 +5,7 @@
 // `-- --account a@gmail.com` (repeatable) watches only those mailboxes. Prints one line per person
 // (never a token) and exits 1 if any watch failed.
 import { parseArgs } from "node:util";
-import { loadConfig } from "../agents/config";
+import { loadConfig } from "../platform/config";
 import { renewWatches, type WatchResult } from "../agents/workflows/functions/mail-watch-renew";
 import { Database } from "../db/database";
 import { watchesExpiringBefore } from "../db/repositories/connections";

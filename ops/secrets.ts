@@ -6,7 +6,7 @@
 // CLOUDFLARE_* are deploy credentials.
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { CONFIG_KEYS } from "../agents/config";
+import { CONFIG_KEYS } from "../platform/config";
 import { loadSettings, root, runMain, UsageError, type Settings } from "./cli";
 import { wranglerOk } from "./wrangler";
 

@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { CONFIG_KEYS } from "../agents/config";
+import { CONFIG_KEYS } from "../platform/config";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";

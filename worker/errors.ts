@@ -3,11 +3,11 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { ConfigError, loadConfig, type Config } from "../agents/config";
+import { ConfigError, loadConfig, type Config } from "../platform/config";
 import { AccountDeletedError } from "../db/repositories/auth";
-import { reportError } from "../agents/telemetry/sentry";
+import { reportError } from "../platform/telemetry/sentry";
 import type { AppEnv } from "./types";
-import { describeError, logJson } from "../agents/log";
+import { describeError, logJson } from "../platform/log";
 
 export const ERROR_STATUS = {
   bad_request: 400,

@@ -1,7 +1,7 @@
 import type { Database } from "../db/database";
 import type { Person } from "../db/repositories/auth";
-import type { Config } from "../agents/config";
-import type { Telemetry } from "../agents/telemetry/sinks";
+import type { Config } from "../platform/config";
+import type { Telemetry } from "../platform/telemetry/sinks";
 
 /** Hono's environment for every route of the Worker. */
 export interface AppEnv {

@@ -5,9 +5,9 @@
 // the person saw last, even if a reminder was delivered or added since. A number that list does not
 // have, or a reminder on it that is no longer waiting, gets an answer saying so — never another one.
 import type { Database } from "../../db/database";
-import { setTimezone } from "../../db/repositories/people";
+import { personZone, setTimezone } from "../../db/repositories/people";
 import { cancelReminder, LISTED_LIMIT, rememberShownList, shownList, upcomingReminders, type ReminderItem } from "../../db/repositories/reminders";
-import { formatLocal, personZone, resolveTimeZone } from "../local-time";
+import { formatLocal, resolveTimeZone } from "../../platform/local-time";
 
 export const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
 

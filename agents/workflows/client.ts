@@ -6,9 +6,9 @@
 // after SEND_DEADLINE_MS too, aborting whatever attempt is in flight and every later one.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { Inngest } from "inngest";
-import { DeadlineError, withDeadline } from "../../db/deadline";
-import type { Config } from "../config";
-import { describeError, logJson } from "../log";
+import { DeadlineError, withDeadline } from "../../platform/deadline";
+import type { Config } from "../../platform/config";
+import { describeError, logJson } from "../../platform/log";
 
 export const INNGEST_APP_ID = "soma";
 

@@ -4,10 +4,10 @@
 import { Middleware, NonRetriableError } from "inngest";
 import type { LanguageModel } from "ai";
 import type { Database } from "../../db/database";
-import type { Config } from "../config";
-import type { Embedder } from "../model/embeddings";
-import type { TelegramSender } from "../telegram-sender";
-import type { Tracer, WorkflowTrace } from "../telemetry/tracer";
+import type { Config } from "../../platform/config";
+import type { Embedder } from "../integrations/model/embeddings";
+import type { TelegramSender } from "../integrations/telegram-sender";
+import type { Tracer, WorkflowTrace } from "../../platform/telemetry/tracer";
 
 export interface WorkflowDeps {
   config: Config;

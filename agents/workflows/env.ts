@@ -1,10 +1,10 @@
 // Workflow dependencies from a Worker's bindings (the Node side builds its own: tests, ops scripts).
 import type { Database } from "../../db/database";
-import { loadConfig } from "../config";
-import { createChatModel } from "../model/chat-model";
-import { createEmbedder } from "../model/embeddings";
-import { TelegramSender } from "../telegram-sender";
-import { createTracer } from "../telemetry/tracer";
+import { loadConfig } from "../../platform/config";
+import { createChatModel } from "../integrations/model/chat-model";
+import { createEmbedder } from "../integrations/model/embeddings";
+import { TelegramSender } from "../integrations/telegram-sender";
+import { createTracer } from "../../platform/telemetry/tracer";
 import type { WorkflowDeps } from "./deps";
 
 export function workflowDepsFromEnv(env: Env, db: Database): WorkflowDeps {

@@ -14,9 +14,9 @@ import { secureHeaders } from "hono/secure-headers";
 import { convertV4MiniflareOptions, type Json, Miniflare, type V4WorkerOptions } from "miniflare";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
-import { loadConfig } from "../../agents/config";
+import { loadConfig } from "../../platform/config";
 import * as schema from "../../db/schema";
-import { createTelemetry } from "../../agents/telemetry/sinks";
+import { createTelemetry } from "../../platform/telemetry/sinks";
 import type { WorkerBundle } from "./profile";
 
 export const DATABASE_URL = "postgres://x:y@127.0.0.1:9/x";

@@ -3,6 +3,7 @@
 // public.users would be undone by the mirror at the next sign-in, which rewrites the whole row.
 import { eq } from "drizzle-orm";
 import type { Database, Tx } from "../database";
+import { zoneOrUtc } from "../../platform/local-time";
 import { authUsers, users } from "../schema";
 
 /** Sets the person's IANA timezone (validated by the caller); false when there is no such person. */
@@ -15,4 +16,9 @@ export async function setTimezone(db: Database, userId: string, timezone: string
 export async function profileOf(tx: Tx): Promise<{ displayName: string; timezone: string } | null> {
   const [row] = await tx.select({ displayName: users.displayName, timezone: users.timezone }).from(users).limit(1);
   return row ?? null;
+}
+
+/** The person's zone (zoneOrUtc of their users row), in a transaction Database.withUser opened for them. */
+export async function personZone(tx: Tx): Promise<string> {
+  return zoneOrUtc((await profileOf(tx))?.timezone);
 }

@@ -5,7 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { APOLOGY } from "../../agents/inbox-policy";
-import { WELCOME } from "../../agents/telegram-commands";
+import { WELCOME } from "../../agents/commands/index";
 import { freePort } from "./helpers";
 import { ROOT, WEBHOOK_SECRET, launch, randomChatId, sent, stopAll, tempDir, waitFor, webhook, wrapUp } from "./service";
 

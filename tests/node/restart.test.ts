@@ -4,7 +4,7 @@
 // notice in all, never the apology), the next message answered as usual, the webhook never 5xx.
 import { describe, expect, inject, it } from "vitest";
 import { APOLOGY, OUTAGE_NOTICE } from "../../agents/inbox-policy";
-import { WELCOME } from "../../agents/telegram-commands";
+import { WELCOME } from "../../agents/commands/index";
 import { freePort } from "./helpers";
 import {
   WEBHOOK_SECRET,

@@ -18,7 +18,7 @@ import { request as httpRequest, createServer, type IncomingMessage, type Server
 import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { WELCOME } from "../../agents/telegram-commands";
+import { WELCOME } from "../../agents/commands/index";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BOT_TOKEN = "737373:service-test-token";

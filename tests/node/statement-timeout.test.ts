@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
-import { DeadlineError } from "../../db/deadline";
+import { DeadlineError } from "../../platform/deadline";
 import { realPostgresInstalled, startRealPostgres, type RealPostgres } from "./real-postgres";
 
 describe.skipIf(!realPostgresInstalled)("statement_timeout on a real PostgreSQL", () => {

@@ -5,14 +5,14 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../agents/config";
-import { WELCOME } from "../../agents/telegram-commands";
-import { prepareOutsideErasure } from "../../agents/telemetry/erasure";
+import { loadConfig } from "../../platform/config";
+import { WELCOME } from "../../agents/commands/index";
+import { prepareOutsideErasure } from "../../agents/integrations/outside-erasure";
 import { deletePerson } from "../../db/repositories/auth";
 import { saveConnection } from "../../db/repositories/connections";
 import { agentFor } from "../../worker/agent-routing";
 import { TokenCipher } from "../../db/token-cipher";
-import { DELETED_NOTICE } from "../../worker/telegram/inbox";
+import { DELETED_NOTICE } from "../../worker/telegram/updates";
 import { botReplies, call, callWithEnv, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
 
 let nextUpdate = 850_000_000 + Math.floor(Math.random() * 1e7);

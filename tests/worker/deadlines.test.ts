@@ -7,13 +7,13 @@ import { sql } from "drizzle-orm";
 import { HttpError } from "grammy";
 import type { EventEmitter } from "node:events";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../agents/config";
-import { createEmbedder } from "../../agents/model/embeddings";
-import { TelegramSender } from "../../agents/telegram-sender";
+import { loadConfig } from "../../platform/config";
+import { createEmbedder } from "../../agents/integrations/model/embeddings";
+import { TelegramSender } from "../../agents/integrations/telegram-sender";
 import { emitEvents, fetchWithDeadline } from "../../agents/workflows/client";
 import { turnCompleted } from "../../agents/workflows/events";
-import { DeadlineError, withDeadline } from "../../db/deadline";
-import { classifyFailure } from "../../agents/faults";
+import { DeadlineError, withDeadline } from "../../platform/deadline";
+import { classifyFailure } from "../../platform/faults";
 import { openWorkerdSocket, workerdDatabase } from "../../db/workerd-socket";
 import { botCalls, newChatId } from "./helpers";
 

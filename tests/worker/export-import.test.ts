@@ -9,8 +9,8 @@ import { describe, expect, it } from "vitest";
 import committedSchema from "../../docs/export/soma-export-v1.schema.json";
 import { ExportedConversation, exportJsonSchema, SomaExport, type SomaExportV1 } from "../../db/export-format";
 import { rememberShownList } from "../../db/repositories/reminders";
-import { TelegramSender } from "../../agents/telegram-sender";
-import { DeadlineError } from "../../db/deadline";
+import { TelegramSender } from "../../agents/integrations/telegram-sender";
+import { DeadlineError } from "../../platform/deadline";
 import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { importAs, rowCounts, seedMemory } from "./memory-files";
 

@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { WELCOME } from "../../agents/telegram-commands";
+import { WELCOME } from "../../agents/commands/index";
 import { GROUP_NOTICE } from "../../worker/telegram/private-chats";
 import { botCalls, botReplies, call, newChatId, testDatabase, waitForReplies } from "./helpers";
 

@@ -6,9 +6,9 @@
 import { generateText, isStepCount } from "ai";
 import postgres from "postgres";
 import { describe, expect, inject, it } from "vitest";
-import { canonicalJson, idempotencyKey } from "../../agents/idempotency";
-import { localEmbedder } from "../../agents/model/embeddings";
-import { memoryTools } from "../../agents/tools";
+import { canonicalJson, idempotencyKey } from "../../agents/turn/tools/idempotency";
+import { localEmbedder } from "../../agents/integrations/model/embeddings";
+import { memoryTools } from "../../agents/turn/tools/memory-tools";
 import type { Person } from "../../db/repositories/auth";
 import type { SourceRef } from "../../db/repositories/memory";
 import { newPerson, testDatabase } from "./helpers";

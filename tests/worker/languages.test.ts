@@ -3,8 +3,8 @@
 // another form of the same word ("Достоевского" finds "Достоевский").
 import { generateText, isStepCount } from "ai";
 import { describe, expect, it } from "vitest";
-import { localEmbedder } from "../../agents/model/embeddings";
-import { memoryTools } from "../../agents/tools";
+import { localEmbedder } from "../../agents/integrations/model/embeddings";
+import { memoryTools } from "../../agents/turn/tools/memory-tools";
 import type { Person } from "../../db/repositories/auth";
 import { recallEntities, type RecallResult } from "../../db/repositories/memory";
 import { foldForSearch, normalizeName } from "../../db/search-key";

@@ -3,8 +3,8 @@
 // whole day on the person's clock; a window that ends before it starts is the model's error to fix.
 import { generateText, isStepCount } from "ai";
 import { describe, expect, it } from "vitest";
-import { localEmbedder } from "../../agents/model/embeddings";
-import { memoryTools } from "../../agents/tools";
+import { localEmbedder } from "../../agents/integrations/model/embeddings";
+import { memoryTools } from "../../agents/turn/tools/memory-tools";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import type { RecallResult } from "../../db/repositories/memory";

@@ -5,10 +5,10 @@ import { isStepCount, streamText } from "ai";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createChatModel } from "../../agents/model/chat-model";
-import { createEmbedder, localEmbedder } from "../../agents/model/embeddings";
-import { memoryTools } from "../../agents/tools";
-import { loadConfig } from "../../agents/config";
+import { createChatModel } from "../../agents/integrations/model/chat-model";
+import { createEmbedder, localEmbedder } from "../../agents/integrations/model/embeddings";
+import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { loadConfig } from "../../platform/config";
 import { newPerson, testDatabase } from "./helpers";
 
 const config = () => ({

@@ -5,7 +5,7 @@
 // similarity is computed only for the candidates, so a misspelled word still finds its fact among many.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { localEmbedder } from "../../agents/model/embeddings";
+import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recallMemory, type RecallResult } from "../../db/repositories/memory";

@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { GrammyError } from "grammy";
 import { describe, expect, it } from "vitest";
-import { splitMessage, TelegramSender, TELEGRAM_MESSAGE_LIMIT } from "../../agents/telegram-sender";
+import { splitMessage, TelegramSender, TELEGRAM_MESSAGE_LIMIT } from "../../agents/integrations/telegram-sender";
 import { botReplies, failBotApi, newChatId } from "./helpers";
 
 describe("splitMessage", () => {

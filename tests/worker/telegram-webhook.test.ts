@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { TEXT_ONLY } from "../../agents/user-agent";
-import { HELP, WELCOME } from "../../agents/telegram-commands";
+import { HELP, WELCOME } from "../../agents/commands/index";
 import { botCalls, call, newChatId, openLoginLink, testDatabase, waitForReplies } from "./helpers";
 
 let nextUpdate = Math.floor(Math.random() * 1e9);

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
-import { logJson } from "../../agents/log";
+import { logJson } from "../../platform/log";
 import { createLoginToken } from "../../db/repositories/auth";
 import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase, waitForReplies } from "./helpers";
 

@@ -5,7 +5,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../agents/config";
+import { loadConfig } from "../../platform/config";
 import type { UserAgent } from "../../agents/user-agent";
 import { emitEvents } from "../../agents/workflows/client";
 import { turnCompleted } from "../../agents/workflows/events";

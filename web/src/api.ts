@@ -29,7 +29,7 @@ export interface Fact {
   source: MemorySource | null;
 }
 
-/** The categories the server accepts for a correction (agents/facts.ts FACT_CATEGORIES; it answers 400 for others). */
+/** The categories the server accepts for a correction (agents/fact-extraction.ts FACT_CATEGORIES; it answers 400 for others). */
 export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
 
 export type ReminderStatus = "scheduled" | "delivering" | "delivered" | "undeliverable" | "cancelled";

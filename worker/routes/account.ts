@@ -1,6 +1,6 @@
 // The signed-in person's account (session required).
 //   GET    /api/me       who is signed in, their timezone, and which doors are linked
-//   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city agents/local-time.ts knows) → 200
+//   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city platform/local-time.ts knows) → 200
 //                        {timezone}; 400 for one it does not know
 //   DELETE /api/account  deletes everything, in this order: the Postgres rows (by cascade) with a
 //                        tombstone for each of the person's sign-in identities, so that no door can
@@ -8,7 +8,7 @@
 //                        sender; the agent's own storage (eraseAll keeps one marker, so a message that
 //                        another isolate still routes there is refused); the person's dead letters.
 //                        Then, without holding up the answer, what outside services keep
-//                        (agents/telemetry/erasure.ts).
+//                        (agents/integrations/outside-erasure.ts).
 // Rows first: should the agent's erasure fail, nothing of the account can be reached any more (no
 // session, no sender, no row), whereas the other way round a failed row delete left a live account
 // without its conversation, and a message could recreate the agent in between.
@@ -17,11 +17,11 @@ import { sql } from "drizzle-orm";
 import { z } from "zod";
 import { deletePerson } from "../../db/repositories/auth";
 import { setTimezone } from "../../db/repositories/people";
-import { resolveTimeZone } from "../../agents/local-time";
-import { forgetSender } from "../telegram/inbox";
+import { resolveTimeZone } from "../../platform/local-time";
+import { forgetSender } from "../telegram/updates";
 import { deadLetters } from "../../agents/dead-letters";
-import { describeError, logJson } from "../../agents/log";
-import { prepareOutsideErasure } from "../../agents/telemetry/erasure";
+import { describeError, logJson } from "../../platform/log";
+import { prepareOutsideErasure } from "../../agents/integrations/outside-erasure";
 import { agentFor } from "../agent-routing";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";

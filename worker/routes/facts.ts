@@ -13,8 +13,8 @@
 // exists is 404. PATCH and DELETE need a same-origin request.
 import { Hono } from "hono";
 import { z } from "zod";
-import { FACT_CATEGORIES } from "../../agents/facts";
-import { createEmbedder } from "../../agents/model/embeddings";
+import { FACT_CATEGORIES } from "../../agents/fact-extraction";
+import { createEmbedder } from "../../agents/integrations/model/embeddings";
 import { correctFact, deleteFact, listFacts } from "../../db/repositories/facts";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";

@@ -7,7 +7,7 @@ import { CodeChallengeMethod, decodeIdToken, generateCodeVerifier, generateState
 import { Hono, type Context } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { z } from "zod";
-import { logJson } from "../../agents/log";
+import { logJson } from "../../platform/log";
 import { renewWatches } from "../../agents/workflows/functions/mail-watch-renew";
 import { ensureGooglePerson } from "../../db/repositories/auth";
 import { MailboxTakenError, saveConnection } from "../../db/repositories/connections";

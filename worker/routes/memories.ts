@@ -8,7 +8,7 @@
 //   POST   /api/memories/:id/restore                       undoes DELETE
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { createEmbedder } from "../../agents/model/embeddings";
+import { createEmbedder } from "../../agents/integrations/model/embeddings";
 import { archiveEntity, nameKeyFits, recallEntities } from "../../db/repositories/memory";
 import { editMemory, InvalidCursorError, listMemoryPage, memoryDetail, memoryTypes, restoreMemory } from "../../db/repositories/memory-center";
 import { requireSameOrigin } from "../auth/origin";

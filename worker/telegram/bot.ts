@@ -4,8 +4,8 @@
 // accounts) travel in the webhook's response. One Composer per feature, installed here.
 import { Bot } from "grammy";
 import type { UserFromGetMe } from "grammy/types";
-import type { Config } from "../../agents/config";
-import { inbox, type InboxDeps } from "./inbox";
+import type { Config } from "../../platform/config";
+import { inbox, type InboxDeps } from "./updates";
 import { privateChatsOnly } from "./private-chats";
 
 /** The bot's identity from its token ("<bot id>:<secret>") and username. */

@@ -9,7 +9,7 @@
 // 200 that acknowledges the update. The once-a-day claim is a row in Postgres (auth.group_chat_notices),
 // so it holds across isolates and a redelivered update never claims a second notice.
 import { Composer, type Context } from "grammy";
-import { describeError, logJson } from "../../agents/log";
+import { describeError, logJson } from "../../platform/log";
 import type { Database } from "../../db/database";
 import { claimGroupNotice } from "../../db/repositories/auth";
 

@@ -4,8 +4,8 @@
 // on their clock). Runs one at a time per person, so two turns never race on the same facts.
 import { recordFact } from "../../../db/repositories/facts";
 import { recordSource } from "../../../db/repositories/memory";
-import { extractFacts, sinceInstant } from "../../facts";
-import { personZone } from "../../local-time";
+import { personZone } from "../../../db/repositories/people";
+import { extractFacts, sinceInstant } from "../../fact-extraction";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
 import { turnCompleted } from "../events";

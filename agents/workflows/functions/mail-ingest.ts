@@ -9,10 +9,10 @@
 import { NonRetriableError } from "inngest";
 import { saveMailState } from "../../../db/repositories/connections";
 import { recordEmail, senderEntityName, storableEmail } from "../../../db/repositories/mail";
-import { classifyFailure } from "../../faults";
-import { describeError, logJson } from "../../log";
-import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../gmail/gmail-client";
-import { gmailFor } from "../../gmail/google-account";
+import { classifyFailure } from "../../../platform/faults";
+import { describeError, logJson } from "../../../platform/log";
+import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../integrations/google/gmail-client";
+import { gmailFor } from "../../integrations/google/google-account";
 import type { InngestClient } from "../client";
 import { chunks, type WorkflowDeps } from "../deps";
 import { mailNotificationReceived } from "../events";

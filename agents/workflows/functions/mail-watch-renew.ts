@@ -3,8 +3,8 @@
 // same renewal for every connected person at once (the one-time wiring step).
 import { NonRetriableError } from "inngest";
 import { saveMailState, watchesExpiringBefore } from "../../../db/repositories/connections";
-import { describeError } from "../../log";
-import { gmailFor } from "../../gmail/google-account";
+import { describeError } from "../../../platform/log";
+import { gmailFor } from "../../integrations/google/google-account";
 import type { InngestClient } from "../client";
 import { chunks, type WorkflowDeps } from "../deps";
 

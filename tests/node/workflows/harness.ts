@@ -4,11 +4,11 @@
 import { InngestTestEngine } from "@inngest/test";
 import type { LanguageModel } from "ai";
 import { inject } from "vitest";
-import { loadConfig } from "../../../agents/config";
-import { localEmbedder, type Embedder } from "../../../agents/model/embeddings";
-import { OfflineModel } from "../../../agents/model/offline-model";
-import { TelegramSender } from "../../../agents/telegram-sender";
-import { createTracer } from "../../../agents/telemetry/tracer";
+import { loadConfig } from "../../../platform/config";
+import { localEmbedder, type Embedder } from "../../../agents/integrations/model/embeddings";
+import { OfflineModel } from "../../../agents/integrations/model/offline-model";
+import { TelegramSender } from "../../../agents/integrations/telegram-sender";
+import { createTracer } from "../../../platform/telemetry/tracer";
 import { createWorkflows } from "../../../agents/workflows";
 import type { WorkflowDeps } from "../../../agents/workflows/deps";
 import { Database } from "../../../db/database";

@@ -6,7 +6,7 @@
 import { InngestTestEngine } from "@inngest/test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { resolveTimeZone } from "../../../agents/local-time";
+import { resolveTimeZone } from "../../../platform/local-time";
 import { captureEntity, recordSource } from "../../../db/repositories/memory";
 import { setTimezone } from "../../../db/repositories/people";
 import { newPerson, runOnce, sentTexts, testDb, testWorkflows } from "./harness";

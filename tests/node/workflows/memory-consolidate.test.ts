@@ -7,7 +7,7 @@
 import { InngestTestEngine } from "@inngest/test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { localEmbedder, type Embedder } from "../../../agents/model/embeddings";
+import { localEmbedder, type Embedder } from "../../../agents/integrations/model/embeddings";
 import { EMBED_BATCH, NIGHTLY_EMBED_LIMIT } from "../../../agents/workflows/functions/memory-consolidate";
 import { EMBEDDING_DIMENSIONS } from "../../../db/schema";
 import { exportMemory, importMemory } from "../../../db/repositories/export";
@@ -34,7 +34,7 @@ interface MergeOutput {
   merged: Array<{ userId: string; keptId: string; mergedId: string; type: string; kept: string; merged: string }>;
 }
 
-/** The embedding memory_capture stores for an entity (agents/tools.ts), from the workflows' embedder. */
+/** The embedding memory_capture stores for an entity (agents/turn/tools/memory-tools.ts), from the workflows' embedder. */
 async function captureEmbedding(type: string, name: string): Promise<number[]> {
   return (await localEmbedder.embed([`${type}: ${name}`]))[0]!;
 }

@@ -4,7 +4,7 @@
 // assert what the function asked to sleep until.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { TelegramSender } from "../../../agents/telegram-sender";
+import { TelegramSender } from "../../../agents/integrations/telegram-sender";
 import { createReminder, recordSource } from "../../../db/repositories/memory";
 import { cancelReminder, type CancelOutcome } from "../../../db/repositories/reminders";
 import { BOT_TOKEN, langfuseEvents, newPerson, runOnce, sentTexts, standInUrl, testDb, testWorkflows } from "./harness";

@@ -8,7 +8,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { WELCOME } from "../../../agents/telegram-commands";
+import { WELCOME } from "../../../agents/commands/index";
 import { createLoginToken, type Person } from "../../../db/repositories/auth";
 import { callWithEnv, newPerson, readChatStream, sessionCookie, signInPage, testDatabase } from "../helpers";
 import {

@@ -6,7 +6,7 @@ import { getAgentByName } from "agents";
 import { runInDurableObject } from "cloudflare:test";
 import { APICallError } from "ai";
 import { describe, expect, it } from "vitest";
-import { OfflineModel } from "../../../agents/model/offline-model";
+import { OfflineModel } from "../../../agents/integrations/model/offline-model";
 import { MAX_STORE_ATTEMPTS } from "../../../agents/dead-letters";
 import { APOLOGY } from "../../../agents/inbox-policy";
 import type { UserAgent } from "../../../agents/user-agent";

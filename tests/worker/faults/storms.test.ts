@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { describe, expect, it } from "vitest";
 import { APOLOGY, RATE_NOTICE, type UserAgent } from "../../../agents/user-agent";
-import { WELCOME } from "../../../agents/telegram-commands";
+import { WELCOME } from "../../../agents/commands/index";
 import { createPerson } from "../../../db/repositories/auth";
 import { botReplies, newChatId, testDatabase, waitForReplies } from "../helpers";
 import { scriptedModel } from "../scripted-model";
@@ -192,7 +192,7 @@ describe("concurrent messages from one person", () => {
 
   it("commands with NUL in them are answered in order, cleaned, and hold back nothing", async () => {
     // Regression: a NUL in /memories failed its query, the item stayed at the head of the inbox and
-    // every later message of the person was never answered. Every door now drops NUL (agents/door.ts);
+    // every later message of the person was never answered. Every door now drops NUL (agents/channels.ts);
     // a message that still fails every time is set aside (poison.test.ts).
     const { chatId } = await knownPerson();
     for (const text of ["/memories bo\u0000ok", "I read After", "/forget a\u0000b"]) {

@@ -22,7 +22,7 @@ export function reportError(config: Config, error: unknown, context: ErrorContex
   if (!config.SENTRY_DSN) return;
   const sentry = new Toucan({
     dsn: config.SENTRY_DSN,
-    context: { waitUntil: (p) => context.waitUntil(p) },
+    context: { waitUntil: (p: Promise<unknown>) => context.waitUntil(p) },
     ...(context.request ? { request: context.request } : {}),
     ...(context.release ? { release: context.release } : {}),
     environment: config.ENVIRONMENT,

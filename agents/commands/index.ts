@@ -1,14 +1,14 @@
 // Bot commands, answered by the agent from its inbox like any message (in order, once), without the
 // model: /start /help /memories [type] /reset /login, /forget <words> (agents/commands/forget.ts), the
-// person's time (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/facts.ts).
-import type { Database } from "../db/database";
-import { createLoginToken } from "../db/repositories/auth";
-import { recentEntities } from "../db/repositories/memory";
-import { cancelCommand, remindersCommand, timezoneCommand } from "./commands/time";
-import { exportCommand } from "./commands/export";
-import { factsCommand } from "./commands/facts";
-import { forgetCommand } from "./commands/forget";
-import type { Reply } from "./inbox";
+// person's time (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/standing-facts.ts).
+import type { Database } from "../../db/database";
+import { createLoginToken } from "../../db/repositories/auth";
+import { recentEntities } from "../../db/repositories/memory";
+import { cancelCommand, remindersCommand, timezoneCommand } from "./time";
+import { exportCommand } from "./export";
+import { factsCommand } from "./standing-facts";
+import { forgetCommand } from "./forget";
+import type { Reply } from "../inbox";
 
 export const WELCOME = [
   "Hi, I'm Soma. I remember what matters to you and find it again when you ask.",

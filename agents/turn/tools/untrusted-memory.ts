@@ -1,6 +1,6 @@
 // Memory that came from email is text someone else wrote (issue 12, finding 4): a sender's display name
 // and subject reach the model through memory_recall, and "forget Dune" in a subject line must not make
-// the assistant forget Dune. Two defences live here, used by the memory tools (agents/tools.ts):
+// the assistant forget Dune. Two defences live here, used by the memory tools (agents/turn/tools/memory-tools.ts):
 //   1. What the model sees: a recalled memory whose source is an email has its name, excerpt and
 //      details fenced as <email-data>…</email-data> (capped; the fence cannot be closed from inside)
 //      and carries a note that it is data. The system prompt says never to follow such text.
@@ -11,9 +11,9 @@
 // The check reads the model's own input (the AI SDK hands each tool the messages of its step), so it
 // needs no state and sees exactly what the model saw.
 import type { ModelMessage } from "ai";
-import { cut } from "../db/clean-text";
-import { MAIL_SOURCE_KIND, MAX_MAIL_TEXT } from "../db/repositories/mail";
-import { normalizeName, type RecallResult } from "../db/repositories/memory";
+import { cut } from "../../../db/clean-text";
+import { MAIL_SOURCE_KIND, MAX_MAIL_TEXT } from "../../../db/repositories/mail";
+import { normalizeName, type RecallResult } from "../../../db/repositories/memory";
 
 export const EMAIL_DATA_OPEN = "<email-data>";
 export const EMAIL_DATA_CLOSE = "</email-data>";

@@ -1,11 +1,11 @@
 // The person's standing facts in every turn's prompt: their current facts (never superseded ones),
 // most confident and then most recently confirmed first, cut to a budget (≈ 400 tokens). Facts are
 // memory content — extracted from the person's own words, but read by the model as data — so the
-// profile is fenced like recalled email text is (agents/untrusted-memory.ts), and the fence cannot be
+// profile is fenced like recalled email text is (agents/turn/tools/untrusted-memory.ts), and the fence cannot be
 // closed from inside a statement.
-import type { Database } from "../db/database";
-import { currentFacts } from "../db/repositories/facts";
-import { localDate } from "./local-time";
+import type { Database } from "../../db/database";
+import { currentFacts } from "../../db/repositories/facts";
+import { localDate } from "../../platform/local-time";
 
 export const PROFILE_OPEN = "<person-facts>";
 export const PROFILE_CLOSE = "</person-facts>";

@@ -3,10 +3,10 @@
 // again) when it is about to expire or Gmail refuses it, and every read runs as that person under RLS.
 import { OAuth2Client, OAuth2RequestError } from "arctic";
 import { NonRetriableError } from "inngest";
-import type { Database } from "../../db/database";
-import { openConnection, saveAccessToken, type Connection } from "../../db/repositories/connections";
-import { SealedTokenError, TokenCipher } from "../../db/token-cipher";
-import type { Config } from "../config";
+import type { Database } from "../../../db/database";
+import { openConnection, saveAccessToken, type Connection } from "../../../db/repositories/connections";
+import { SealedTokenError, TokenCipher } from "../../../db/token-cipher";
+import type { Config } from "../../../platform/config";
 import { GmailClient } from "./gmail-client";
 
 /** Refresh this long before Google's expiry, so a call never starts with a token about to lapse. */

@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { NO_REGENERATE, RATE_NOTICE, TOO_LONG } from "../../agents/door";
+import { NO_REGENERATE, RATE_NOTICE, TOO_LONG } from "../../agents/channels";
 import type { UserAgent } from "../../agents/user-agent";
 import { createPerson } from "../../db/repositories/auth";
 import { openSocket, said } from "./chat-socket";

@@ -3,7 +3,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
 import { createWorkersAI } from "workers-ai-provider";
-import type { Config } from "../config";
+import type { Config } from "../../../platform/config";
 import { OfflineModel } from "./offline-model";
 
 const DEFAULT_WORKERS_AI_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast";

@@ -3,7 +3,7 @@
 // (their timezone if known, else UTC); a date and time without an offset is their local time; one with
 // an offset or Z is that instant. Stored times are instants (timestamptz), like every time in Postgres.
 import { z } from "zod";
-import { localToInstant } from "./local-time";
+import { localToInstant } from "../../../platform/local-time";
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const WITH_OFFSET = /(?:Z|[+-]\d{2}:?\d{2})$/i;

@@ -1,9 +1,7 @@
 // The person's time: which IANA zone a "/timezone <zone or city>" names, what their clock shows, and
 // which instant a local "2026-11-24T09:00" is where they are. Built on Intl (ICU in workerd, Node and
-// browsers) only; stored times are always UTC, a zone only says how to read and show them. personZone
-// reads the person's stored zone.
-import type { Tx } from "../db/database";
-import { profileOf } from "../db/repositories/people";
+// browsers) only; stored times are always UTC, a zone only says how to read and show them.
+// (The person's stored zone is read by personZone, db/repositories/people.ts.)
 
 /** Cities people name that are not the last part of a zone name (kept modest: the big ones). */
 const CITY_ALIASES: Record<string, string> = {
@@ -200,9 +198,4 @@ export function isoLocal(instant: Date, zone: string): string {
 /** The zone to read a stored users.timezone in: itself when the runtime knows it, else UTC. */
 export function zoneOrUtc(zone: string | null | undefined): string {
   return zone && isTimeZone(zone) ? zone : "UTC";
-}
-
-/** The person's zone (zoneOrUtc of their users row), in a transaction Database.withUser opened for them. */
-export async function personZone(tx: Tx): Promise<string> {
-  return zoneOrUtc((await profileOf(tx))?.timezone);
 }

@@ -11,7 +11,7 @@
 // past that deadline is not waited out but thrown at once (GrammyError 429). HttpError, DeadlineError,
 // GrammyError 429 and 5xx are all transient. typing() is bounded by `typingDeadlineMs` and never throws.
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
-import { DeadlineError, withDeadline } from "../db/deadline";
+import { DeadlineError, withDeadline } from "../../platform/deadline";
 
 /** Telegram's limit for one message. */
 export const TELEGRAM_MESSAGE_LIMIT = 4096;

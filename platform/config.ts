@@ -1,8 +1,9 @@
 // Configuration read from the Worker's env once per isolate and validated with zod, so a missing or
 // malformed value is named at the edge instead of surfacing as an `undefined` deep inside a handler.
-// It lives in agents/ because both layers read it and imports point one way: worker/ → agents/ → db/.
 import { z } from "zod";
-import { DEFAULT_RETRY_WINDOW_SECONDS } from "./inbox-policy";
+
+/** Default for INBOX_RETRY_WINDOW_SECONDS: how long an outage is waited out before the apology. */
+const DEFAULT_RETRY_WINDOW_SECONDS = 30 * 60;
 
 const optional = z.string().trim().min(1).optional();
 
@@ -73,7 +74,7 @@ const ConfigFields = z.object({
   SENTRY_DSN: optional,
   POSTHOG_API_KEY: optional,
   POSTHOG_HOST: z.url().optional(),
-  // Account deletion asks the outside services to delete their copies (agents/telemetry/erasure.ts).
+  // Account deletion asks the outside services to delete their copies (agents/integrations/outside-erasure.ts).
   /** Google's token revocation endpoint; default: "revoke" beside GOOGLE_TOKEN_URL. */
   GOOGLE_REVOKE_URL: z.url().optional(),
   /** A PostHog personal API key with person:write (the project key cannot delete people). */

@@ -1,8 +1,8 @@
 // What the model is told at the start of every turn. Kept short: the tools' descriptions carry the
 // details, and every token here is paid on every turn. The name and timezone are the person's own
-// (agents/turn.ts reads them once per turn); times the model writes are their local times. The profile
-// of their current facts (agents/profile.ts) comes last, fenced as data.
-import { isoLocal } from "./local-time";
+// (agents/turn/turn.ts reads them once per turn); times the model writes are their local times. The profile
+// of their current facts (agents/turn/profile.ts) comes last, fenced as data.
+import { isoLocal } from "../../platform/local-time";
 
 export function systemPrompt(context: { name: string; now: Date; timezone: string; profile?: string | null }): string {
   // A display name is whatever the person typed into Telegram or Google: one short line, never markup.

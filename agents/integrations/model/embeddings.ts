@@ -2,9 +2,9 @@
 // local deterministic embedder of the same width (hashed words and character trigrams) that needs no
 // network. All produce unit vectors of EMBEDDING_DIMENSIONS, so recall works the same with each.
 // A remote embedder answers within EMBEDDING_DEADLINE_MS or fails with DeadlineError("embeddings").
-import { withDeadline } from "../../db/deadline";
-import { EMBEDDING_DIMENSIONS } from "../../db/schema";
-import type { Config } from "../config";
+import { withDeadline } from "../../../platform/deadline";
+import { EMBEDDING_DIMENSIONS } from "../../../db/schema";
+import type { Config } from "../../../platform/config";
 
 /** The longest one embed() call waits for Workers AI or an embeddings server (the body included). */
 export const EMBEDDING_DEADLINE_MS = 8_000;

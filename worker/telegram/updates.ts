@@ -7,8 +7,8 @@
 // reply, that the account is gone, and a /start they send after the deletion begins a new account.
 import { Composer, type Context } from "grammy";
 import type { Message } from "grammy/types";
-import { parseCommand } from "../../agents/telegram-commands";
-import type { Telemetry } from "../../agents/telemetry/sinks";
+import { parseCommand } from "../../agents/commands/index";
+import type { Telemetry } from "../../platform/telemetry/sinks";
 import type { Database } from "../../db/database";
 import { AccountDeletedError, claimDeletedNotice, ensureTelegramPerson, reopenTelegramIdentity } from "../../db/repositories/auth";
 import { agentFor } from "../agent-routing";

@@ -4,23 +4,23 @@
 // inbox, which retries it or gives up on it. Traces, product events and the turn-completed event
 // (fact extraction) are sent in the background.
 import { convertToModelMessages, createUIMessageStream, isStepCount, streamText, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
-import type { Database } from "../db/database";
-import type { SourceRef } from "../db/repositories/memory";
-import { profileOf } from "../db/repositories/people";
-import type { Config } from "./config";
-import { classifyFailure } from "./faults";
-import { APOLOGY } from "./inbox-policy";
-import { zoneOrUtc } from "./local-time";
-import { describeError, logJson } from "./log";
+import type { Database } from "../../db/database";
+import type { SourceRef } from "../../db/repositories/memory";
+import { profileOf } from "../../db/repositories/people";
+import type { Config } from "../../platform/config";
+import { classifyFailure } from "../../platform/faults";
+import { APOLOGY } from "../inbox-policy";
+import { zoneOrUtc } from "../../platform/local-time";
+import { describeError, logJson } from "../../platform/log";
 import { loadProfile } from "./profile";
-import type { Embedder } from "./model/embeddings";
+import type { Embedder } from "../integrations/model/embeddings";
 import { systemPrompt } from "./system-prompt";
-import { createTelemetry } from "./telemetry/sinks";
-import type { Surface, Tracer } from "./telemetry/tracer";
-import { memoryTools, type MemoryActivity } from "./tools";
-import { textOf, type MessageSource } from "./transcript";
-import { emitEvents } from "./workflows/client";
-import { reminderCreated, turnCompleted } from "./workflows/events";
+import { createTelemetry } from "../../platform/telemetry/sinks";
+import type { Surface, Tracer } from "../../platform/telemetry/tracer";
+import { memoryTools, type MemoryActivity } from "./tools/memory-tools";
+import { textOf, type MessageSource } from "../transcript";
+import { emitEvents } from "../workflows/client";
+import { reminderCreated, turnCompleted } from "../workflows/events";
 
 /** Whole-turn budget: model steps and tools together. */
 export const TURN_BUDGET_MS = 20_000;
@@ -100,7 +100,7 @@ export function turnStream(turn: Turn) {
         // outage (retried by the inbox): guessing UTC could set a reminder at the wrong hour.
         const person = await turn.db.withUser(userId, profileOf);
         const timezone = zoneOrUtc(person?.timezone);
-        // Their standing facts (agents/profile.ts); a failed read fails the turn the same way.
+        // Their standing facts (agents/turn/profile.ts); a failed read fails the turn the same way.
         const profile = await loadProfile(turn.db, userId, timezone);
         const result = streamText({
           model: turn.model,

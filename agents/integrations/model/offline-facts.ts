@@ -1,7 +1,7 @@
 // The offline model's fact extraction: a few first-person sentence shapes that state something
 // lasting about the person, and since when where a sentence says so with a year ("since 2019", "in
 // March 2021" is not read). Deterministic and network-free, like the rest of the offline model.
-import type { ExtractedFact } from "../facts";
+import type { ExtractedFact } from "../../fact-extraction";
 
 type Rule = [RegExp, (m: RegExpExecArray) => Omit<ExtractedFact, "confidence" | "since">];
 

@@ -1,12 +1,12 @@
 // The memory tools the model sees. The person is never an input: every tool is bound to this agent's
 // user id, and every database call runs through Database.withUser, so row-level security holds even
-// if the model is told to reach someone else's memories (the fact tools, agents/fact-tools.ts, too).
+// if the model is told to reach someone else's memories (the fact tools, agents/turn/tools/fact-tools.ts, too).
 // Memories that came from email are fenced in what recall returns, and the tools that change something
-// refuse to act on an email's say-so (agents/untrusted-memory.ts). Dates the model gives are read on
-// the person's clock (agents/memory-time.ts).
+// refuse to act on an email's say-so (agents/turn/tools/untrusted-memory.ts). Dates the model gives are read on
+// the person's clock (agents/turn/tools/memory-time.ts).
 import { tool, type ModelMessage, type ToolSet } from "ai";
 import { z } from "zod";
-import type { Database } from "../db/database";
+import type { Database } from "../../../db/database";
 import {
   archiveEntity,
   captureEntity,
@@ -18,12 +18,12 @@ import {
   relateEntities,
   updateEntityProperties,
   type SourceRef,
-} from "../db/repositories/memory";
+} from "../../../db/repositories/memory";
 import { factTools } from "./fact-tools";
 import { idempotencyKey } from "./idempotency";
-import { localToInstant } from "./local-time";
+import { localToInstant } from "../../../platform/local-time";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
-import type { Embedder } from "./model/embeddings";
+import type { Embedder } from "../../integrations/model/embeddings";
 import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
 export interface ToolContext {
@@ -60,7 +60,7 @@ const entityId = z.uuid().describe("id of an entity from memory_recall or memory
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
   const embed = async (text: string) => (await embedder.embed([text]).catch(() => null))?.[0] ?? null;
-  /** The refusal when this call would act on an email's say-so (see agents/untrusted-memory.ts), else null. */
+  /** The refusal when this call would act on an email's say-so (see agents/turn/tools/untrusted-memory.ts), else null. */
   const refusal = async (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) => {
     if (!showsEmailText(messages)) return null;
     const names = Array.isArray(targets) ? targets : await db.withUser(userId, (tx) => entityNames(tx, targets.entityIds));

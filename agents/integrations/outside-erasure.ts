@@ -3,18 +3,18 @@
 // their PostHog person with its events. Each call is best effort with a deadline: it runs after the
 // rows and the agent are gone (DELETE /api/account hands it to waitUntil), so a slow or failing
 // service never keeps anything of the person in Postgres. What each service said is logged once.
-// Settings (agents/config.ts): GOOGLE_REVOKE_URL, POSTHOG_PERSONAL_API_KEY, POSTHOG_PROJECT_ID,
+// Settings (platform/config.ts): GOOGLE_REVOKE_URL, POSTHOG_PERSONAL_API_KEY, POSTHOG_PROJECT_ID,
 // POSTHOG_APP_HOST.
 import { OAuth2Client } from "arctic";
 import { z } from "zod";
-import { withDeadline } from "../../db/deadline";
+import { withDeadline } from "../../platform/deadline";
 import type { Database } from "../../db/database";
 import { openConnection } from "../../db/repositories/connections";
 import { TokenCipher } from "../../db/token-cipher";
-import type { Config } from "../config";
-import { GmailClient, revokeGoogleToken } from "../gmail/gmail-client";
-import { describeError, logJson } from "../log";
-import { POSTHOG_EU_HOST } from "./sinks";
+import type { Config } from "../../platform/config";
+import { GmailClient, revokeGoogleToken } from "./google/gmail-client";
+import { describeError, logJson } from "../../platform/log";
+import { POSTHOG_EU_HOST } from "../../platform/telemetry/sinks";
 
 /** The whole erasure's deadline: inside the ~30 s a Worker's waitUntil may run after the response. */
 export const ERASURE_DEADLINE_MS = 20_000;

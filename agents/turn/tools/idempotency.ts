@@ -2,7 +2,7 @@
 // stored, it ran partly or fully, no reply was recorded) answers the same source message again and the
 // model calls the same tools with the same arguments: keyed by source message + tool + arguments, each
 // write then finds the row it already made instead of adding a second reminder or edge.
-import type { SourceRef } from "../db/repositories/memory";
+import type { SourceRef } from "../../../db/repositories/memory";
 
 /**
  * SHA-256 hex of [source kind, source external id, tool name, arguments] as canonical JSON. The JSON

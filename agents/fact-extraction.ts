@@ -1,9 +1,9 @@
 // Fact extraction: the durable claims a person made about themselves in one message ("I moved to
 // Berlin" → "Lives in Berlin", subject "home city"), as structured output of the configured model.
-// The offline model answers the same request with its sentence rules (agents/model/offline-facts.ts).
+// The offline model answers the same request with its sentence rules (agents/integrations/model/offline-facts.ts).
 import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
-import { startOf } from "./memory-time";
+import { startOf } from "./turn/tools/memory-time";
 
 export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
 

@@ -3,7 +3,7 @@
 // sentence shapes — "I read / finished / watched / visited / met X", "remember that …", "which books
 // did I read?", "what do you remember about X", "forget X" — and answers through the same tool loop
 // and tools as a real model (it emits tool calls, reads their results, then writes the reply). Asked
-// for fact extraction (structured output, agents/facts.ts) it answers with agents/model/offline-facts.ts.
+// for fact extraction (structured output, agents/fact-extraction.ts) it answers with agents/integrations/model/offline-facts.ts.
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -12,7 +12,7 @@ import type {
   LanguageModelV4Message,
   LanguageModelV4StreamPart,
 } from "@ai-sdk/provider";
-import { FACT_EXTRACTION_MARKER } from "../facts";
+import { FACT_EXTRACTION_MARKER } from "../../fact-extraction";
 import { offlineFacts } from "./offline-facts";
 
 type Intent =
@@ -122,7 +122,7 @@ export class OfflineModel implements LanguageModelV4 {
   }
 }
 
-/** A structured-output request for fact extraction (agents/facts.ts), answered by the sentence rules. */
+/** A structured-output request for fact extraction (agents/fact-extraction.ts), answered by the sentence rules. */
 function isFactExtraction(options: LanguageModelV4CallOptions): boolean {
   const system = options.prompt.find((m) => m.role === "system");
   return options.responseFormat?.type === "json" && typeof system?.content === "string" && system.content.startsWith(FACT_EXTRACTION_MARKER);
@@ -209,7 +209,7 @@ function recalled(output: unknown): Array<{ id: string; name: string; type: stri
   return output
     .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
     .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id))
-    // A memory from email comes fenced as data (agents/untrusted-memory.ts); a reply shows the name alone.
+    // A memory from email comes fenced as data (agents/turn/tools/untrusted-memory.ts); a reply shows the name alone.
     .map((e) => ({ ...e, name: e.name.replace(/<\/?email-data>/g, "") }));
 }
 

@@ -1,13 +1,13 @@
 // The tools that change what Soma knows about the person (their facts, fact-extract's output): correct a
 // fact they corrected ("I'm not vegetarian any more" supersedes "Is vegetarian", which stays as history)
 // and forget one they ask to have forgotten (deleted with its history). Bound to this agent's person like
-// the memory tools, and guarded the same way when email text is in view (agents/untrusted-memory.ts).
+// the memory tools, and guarded the same way when email text is in view (agents/turn/tools/untrusted-memory.ts).
 import { tool, type ModelMessage, type ToolSet } from "ai";
 import { z } from "zod";
-import { correctFact, deleteFact, factStatements } from "../db/repositories/facts";
-import { recordSource } from "../db/repositories/memory";
-import { FACT_CATEGORIES } from "./facts";
-import type { ToolContext } from "./tools";
+import { correctFact, deleteFact, factStatements } from "../../../db/repositories/facts";
+import { recordSource } from "../../../db/repositories/memory";
+import { FACT_CATEGORIES } from "../../fact-extraction";
+import type { ToolContext } from "./memory-tools";
 import { refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
 const factId = z.uuid().describe("id of a fact from memory_recall (results of kind \"fact\")");

@@ -1,15 +1,20 @@
-// `npm run db:setup`: the spec's fixed order, idempotent, separate from deploys.
+// `npm run db:setup`: the spec's fixed order, idempotent, separate from deploys; run it again on
+// every schema change.
 //   (1) db/sql/0001_extensions.sql  (2) drizzle migrations in db/migrations  (3) the other db/sql scripts
 // in file-name order (roles and grants, RLS policies, triggers and the auth mirror).
 // Runs under an advisory lock so two concurrent setups cannot interleave.
-// It also creates the login role the Worker connects as (DATABASE_WORKER_ROLE, default soma_worker,
-// with DATABASE_WORKER_PASSWORD): db/sql/0100_roles.sql says what that role may do.
+// It also keeps the login role the Worker connects as (DATABASE_WORKER_ROLE, default soma_worker):
+// db/sql/0100_roles.sql says what that role may do. DATABASE_URL is all a re-run needs: without
+// DATABASE_WORKER_PASSWORD the role keeps the password it has; with it, the password is set (rotated).
+// Only the run that creates the role needs the password: without one it stops (exit 2) before
+// applying anything, since a login role without a password could never log in.
 import { createHash, createHmac, pbkdf2Sync, randomBytes } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { drizzle } from "drizzle-orm/postgres-js";
 import { migrate } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { runMain, UsageError } from "./cli";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const SQL_DIR = `${root}db/sql`;
@@ -32,6 +37,7 @@ export async function setupDatabase(url: string, log: (line: string) => void = (
   const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
   try {
     await sql`select pg_advisory_lock(${SETUP_LOCK})`;
+    await checkWorkerLogin(sql, options.worker, log);
     const scripts = (await readdir(SQL_DIR)).filter((f) => f.endsWith(".sql")).sort();
     if (!scripts.includes(EXTENSIONS_SCRIPT)) throw new Error(`${SQL_DIR}/${EXTENSIONS_SCRIPT} is missing`);
 
@@ -48,6 +54,24 @@ export async function setupDatabase(url: string, log: (line: string) => void = (
   } finally {
     await sql.end({ timeout: 1 });
   }
+}
+
+/**
+ * Before anything is applied: without a password the Worker's login role must exist already (its
+ * password then stays as it is); creating it needs one. A UsageError (exit 2) names what is missing.
+ */
+async function checkWorkerLogin(sql: postgres.Sql, worker: WorkerLogin | undefined, log: (line: string) => void): Promise<void> {
+  if (worker?.password) return;
+  const role = worker?.role || DEFAULT_WORKER_ROLE;
+  const [existing] = await sql`select 1 from pg_roles where rolname = ${role}`;
+  if (!existing) {
+    throw new UsageError(
+      `db:setup: the Worker's login role ${role} does not exist yet, and the run that creates it needs its password: ` +
+        "set DATABASE_WORKER_PASSWORD (e.g. `openssl rand -hex 32`, the password Hyperdrive connects with). " +
+        "Later runs may leave it out and keep that password. Nothing was applied.",
+    );
+  }
+  log(`login role ${role} exists; no DATABASE_WORKER_PASSWORD given: its password left unchanged`);
 }
 
 /**
@@ -82,23 +106,17 @@ export function scramVerifier(password: string, iterations = 4096): string {
   return `SCRAM-SHA-256$${iterations}:${salt.toString("base64")}$${storedKey.toString("base64")}:${serverKey.toString("base64")}`;
 }
 
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+runMain(import.meta, async () => {
   const url = process.env.DATABASE_URL;
-  if (!url) {
-    console.error("db:setup needs DATABASE_URL (npm start runs the setup against the embedded Postgres itself).");
-    process.exit(2);
+  if (!url) throw new UsageError("db:setup needs DATABASE_URL (npm start runs the setup against the embedded Postgres itself).");
+  // Optional on a re-run: omitted, the login role keeps its password (checkWorkerLogin).
+  const worker = { role: process.env.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE, password: process.env.DATABASE_WORKER_PASSWORD || undefined };
+  try {
+    await setupDatabase(url, (line) => console.log(`db:setup: ${line}`), { worker });
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new Error(`db:setup failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
-  const password = process.env.DATABASE_WORKER_PASSWORD;
-  if (!password) {
-    console.error("db:setup needs DATABASE_WORKER_PASSWORD: the password of the login role the Worker connects as (Hyperdrive).");
-    process.exit(2);
-  }
-  const worker = { role: process.env.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE, password };
-  setupDatabase(url, (line) => console.log(`db:setup: ${line}`), { worker }).then(
-    () => console.log("db:setup: done"),
-    (error: unknown) => {
-      console.error(`db:setup failed: ${error instanceof Error ? error.message : String(error)}`);
-      process.exit(1);
-    },
-  );
-}
+  console.log("db:setup: done");
+  return 0;
+});

@@ -1,7 +1,9 @@
 // Guards `npm run db:setup`: the spec's fixed order on an empty database, idempotence (a second run
-// leaves the catalog exactly as the first did), the Worker's login role that holds no rights of its
-// own, and planner tuning that applies statement by statement — on the embedded Postgres and, where
-// installed, a real PostgreSQL without a superuser in the setup role.
+// leaves the catalog exactly as the first did), re-runs with DATABASE_URL alone that keep the Worker's
+// password (only the run that creates its login role needs DATABASE_WORKER_PASSWORD), the login role
+// that holds no rights of its own, and planner tuning that applies statement by statement — on the
+// embedded Postgres and, where installed, a real PostgreSQL without a superuser in the setup role.
+import { spawn } from "node:child_process";
 import { sql as sqlTag } from "drizzle-orm";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -39,10 +41,12 @@ async function catalog() {
   return { tables, columns, indexes, policies, triggers, roles, grants, functions, migrations };
 }
 
+const WORKER = { role: DEFAULT_WORKER_ROLE, password: "worker-password-for-tests" };
+
 describe("db:setup", () => {
   it("applies the extensions first, then migrations, then the remaining scripts in order", async () => {
     const steps: string[] = [];
-    await setupDatabase(database.url, (line) => steps.push(line));
+    await setupDatabase(database.url, (line) => steps.push(line), { worker: WORKER });
     expect(steps).toEqual([
       "applied 0001_extensions.sql",
       "applied drizzle migrations",
@@ -55,7 +59,7 @@ describe("db:setup", () => {
     expect(publicTables).toHaveLength(7);
   });
 
-  it("is idempotent: a second run changes nothing", async () => {
+  it("is idempotent: a second run (without the Worker's password) changes nothing", async () => {
     const before = await catalog();
     expect(before.policies.length).toBeGreaterThanOrEqual(28);
     await setupDatabase(database.url);
@@ -69,7 +73,82 @@ describe("db:setup", () => {
   });
 });
 
-const WORKER = { role: DEFAULT_WORKER_ROLE, password: "worker-password-for-tests" };
+/** `npm run db:setup` itself, with only `env` (and PATH, HOME) in its environment. */
+function dbSetup(env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    // Asynchronous: the embedded Postgres answering it runs in this process.
+    const child = spawn("npm", ["run", "--silent", "db:setup"], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+describe("npm run db:setup on a fresh database: the password the first time, DATABASE_URL alone after", () => {
+  let fresh: EmbeddedPostgres;
+  let owner: postgres.Sql;
+  const FIRST = "first-worker-password";
+  /** Logs in as the Worker's login role with `password`: its user, or the server's refusal. */
+  const logIn = async (password: string) => {
+    const login = postgres(workerDatabaseUrl(fresh.url, { role: DEFAULT_WORKER_ROLE, password }), { max: 1, onnotice: () => {} });
+    try {
+      const [row] = await login`select current_user as user`;
+      return String(row?.user);
+    } catch (error) {
+      return `refused: ${(error as Error).message}`;
+    } finally {
+      await login.end({ timeout: 1 });
+    }
+  };
+  beforeAll(async () => {
+    fresh = await startEmbeddedPostgres();
+    owner = postgres(fresh.url, { max: 1, onnotice: () => {} });
+  });
+  afterAll(async () => {
+    await owner?.end({ timeout: 1 });
+    await fresh?.stop();
+  });
+
+  it("the first run, which creates the login role, refuses to go on without its password and applies nothing", async () => {
+    const run = await dbSetup({ DATABASE_URL: fresh.url });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(
+      `db:setup: the Worker's login role ${DEFAULT_WORKER_ROLE} does not exist yet, and the run that creates it needs its password: set DATABASE_WORKER_PASSWORD`,
+    );
+    expect(run.stdout).not.toContain("applied");
+    expect(await owner`select rolname from pg_roles where rolname = ${DEFAULT_WORKER_ROLE}`).toEqual([]);
+    expect(await owner`select tablename from pg_tables where schemaname in ('public', 'auth', 'drizzle')`).toEqual([]);
+    // A role of another name says so too.
+    const named = await dbSetup({ DATABASE_URL: fresh.url, DATABASE_WORKER_ROLE: "soma_worker_eu" });
+    expect([named.status, named.stderr]).toEqual([2, expect.stringContaining("login role soma_worker_eu does not exist yet")]);
+  }, 60_000);
+
+  it("runs with the password, then again with DATABASE_URL alone, and the role still logs in with the first password", async () => {
+    const first = await dbSetup({ DATABASE_URL: fresh.url, DATABASE_WORKER_PASSWORD: FIRST });
+    expect([first.status, first.stderr]).toEqual([0, ""]);
+    expect(first.stdout).toContain("db:setup: applied 0100_roles.sql");
+    expect(first.stdout).not.toContain(FIRST);
+    expect(await logIn(FIRST)).toBe(DEFAULT_WORKER_ROLE);
+
+    const again = await dbSetup({ DATABASE_URL: fresh.url });
+    expect([again.status, again.stderr]).toEqual([0, ""]);
+    expect(again.stdout).toContain("db:setup: applied 0100_roles.sql");
+    expect(again.stdout).toContain("password left unchanged");
+    expect(again.stdout.trim().split("\n").at(-1)).toBe("db:setup: done");
+    expect(await logIn(FIRST)).toBe(DEFAULT_WORKER_ROLE);
+    expect(await logIn("not-the-password")).toMatch(/refused: .*password authentication failed/);
+  }, 120_000);
+
+  it("a password given again replaces the old one (rotation)", async () => {
+    const rotated = await dbSetup({ DATABASE_URL: fresh.url, DATABASE_WORKER_PASSWORD: "second-worker-password" });
+    expect([rotated.status, rotated.stderr]).toEqual([0, ""]);
+    expect(await logIn("second-worker-password")).toBe(DEFAULT_WORKER_ROLE);
+    expect(await logIn(FIRST)).toMatch(/refused: .*password authentication failed/);
+  }, 120_000);
+});
 
 /** One server under test: the owner's URL, the Worker's, and how to make a person there. */
 interface Backend {
@@ -189,7 +268,8 @@ describe("finding 6: the Worker connects as a login role that holds nothing of i
     owner = postgres(server.as("soma_owner", "owner-password"), { max: 1, onnotice: () => {} });
     await owner.unsafe(STAND_IN_SCHEMA).simple();
     for (const script of ["0100_roles.sql", "0200_rls.sql"]) await applySqlScript(owner, script, { worker: WORKER });
-    await applySqlScript(owner, "0100_roles.sql", { worker: WORKER }); // a second run changes nothing and does not fail
+    // A second run without the password changes nothing and does not fail: the cases below log in with WORKER.password.
+    await applySqlScript(owner, "0100_roles.sql");
     return { owner, ownerRole: "soma_owner", workerUrl: server.as(WORKER.role, WORKER.password), newPerson: async () => crypto.randomUUID(), real: true };
   }, async () => {
     await owner?.end({ timeout: 1 });

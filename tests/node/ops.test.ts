@@ -1,16 +1,16 @@
 // The operations commands against `npm start` (wrangler dev, the real Worker and Durable Object,
 // Postgres) in cloud mode: telegram:register, the spec's smoke 1–6 (`npm run smoke`), deploy with its
-// automatic rollback, gradual deploys, rollback, versions, secrets:check and secrets:push. Loopback
-// stand-ins play Telegram, Langfuse (ingestion and public API), Inngest and the model (an
-// OpenAI-compatible chat-completions server scripted to call the memory tools); wrangler's
-// deployment commands run against tests/node/fixtures/wrangler-stub.mjs (WRANGLER_BIN).
+// automatic rollback, gradual deploys, rollback and versions (secrets:check and secrets:push need no
+// running service: tests/node/secrets-check.test.ts). Loopback stand-ins play Telegram, Langfuse
+// (ingestion and public API), Inngest and the model (an OpenAI-compatible chat-completions server
+// scripted to call the memory tools); wrangler's deployment commands run against
+// tests/node/fixtures/wrangler-stub.mjs (WRANGLER_BIN).
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from "vitest";
 import { deploy } from "../../ops/deploy";
 import { listVersions, rollback } from "../../ops/rollback";
-import { checkSecrets, pushSecrets, secretNames } from "../../ops/secrets";
 import { smoke } from "../../ops/smoke";
 import { start, type Running } from "../../ops/start";
 import { registerWebhook } from "../../ops/telegram";
@@ -233,57 +233,5 @@ describe("npm run deploy / rollback / versions", () => {
       delete process.env.STUB_WRANGLER_FAIL;
     }
     expect(await registrations()).toBe(synced);
-  });
-});
-
-// ---- secrets ----
-
-describe("npm run secrets:check / secrets:push", () => {
-  const values = Object.fromEntries(secretNames().map((name, i) => [name, `value-${i}-${name.toLowerCase()}-s3cr3t`]));
-  const envFile = (names: string[]) => {
-    const path = `${mkdtempSync(`${tmpdir()}/soma-secrets-`)}/production.env`;
-    writeFileSync(path, names.map((n) => `${n}=${values[n]}`).join("\n"));
-    return path;
-  };
-
-  it("counts the 25 names of .env.example and names the missing ones, never a value", () => {
-    expect(secretNames()).toHaveLength(25);
-    const all = envFile(secretNames());
-    const lines: string[] = [];
-    expect(checkSecrets({}, all, (l) => lines.push(l))).toMatchObject({ filled: 25, total: 25, missing: [] });
-    expect(lines).toEqual(["filled 25/25"]);
-
-    const partial = envFile(secretNames().filter((n) => !["SENTRY_DSN", "AXIOM_TOKEN"].includes(n)));
-    const more: string[] = [];
-    expect(checkSecrets({ AXIOM_TOKEN: "from-env" }, partial, (l) => more.push(l)).missing).toEqual(["SENTRY_DSN"]);
-    expect(more).toEqual(["filled 24/25", "missing: SENTRY_DSN"]);
-    for (const value of Object.values(values)) expect([...lines, ...more].join("\n")).not.toContain(value);
-  });
-
-  it("exits 0 only at 25/25 (the command itself)", () => {
-    const run = (file: string) => spawnSync("node_modules/.bin/tsx", ["ops/secrets.ts", "check", "--env-file", file], { encoding: "utf8", env: { PATH: process.env.PATH } });
-    const full = run(envFile(secretNames()));
-    expect([full.status, full.stdout.trim()]).toEqual([0, "filled 25/25"]);
-    const short = run(envFile(secretNames().slice(1)));
-    expect(short.status).toBe(1);
-    expect(short.stdout).toContain("missing: APP_BASE_URL");
-  });
-
-  it("pushes what the Worker reads through wrangler secret bulk, never echoing a value", async () => {
-    stubState = `${mkdtempSync(`${tmpdir()}/soma-wrangler-stub-`)}/state.json`;
-    process.env.STUB_WRANGLER_STATE = stubState;
-    const lines: string[] = [];
-    const pushed = await pushSecrets({ WRANGLER_BIN: stub }, envFile(secretNames()), (l) => lines.push(l));
-    expect(pushed).toHaveLength(21);
-    expect(pushed).toContain("OPS_TOKEN");
-    expect(pushed).not.toContain("DATABASE_URL");
-    expect(pushed).not.toContain("CLOUDFLARE_API_TOKEN");
-    const stored = readStub().secrets;
-    expect(Object.keys(stored).sort()).toEqual([...pushed].sort());
-    for (const name of pushed) expect(stored[name]).toBe(values[name]);
-    // Values travel on wrangler's stdin: not in its arguments, not in anything printed.
-    expect(JSON.stringify(readStub().calls.map((c) => c.args))).not.toMatch(/s3cr3t/);
-    expect(lines.join("\n")).not.toMatch(/s3cr3t/);
-    expect(lines.join("\n")).toContain("Successfully created secret for key: TELEGRAM_BOT_TOKEN");
   });
 });

@@ -1,5 +1,5 @@
 // `npm run bench:recovery` — how long a person waits when things break (issue: nothing lost, nothing
-// stuck). `npm start` runs as separate processes (tests/node/service.ts) against the loopback stand-ins
+// stuck). `npm start` runs as separate processes (tests/node/service-process.ts) against the loopback stand-ins
 // (Bot API and a chat-completions model, in this process):
 //   crash → every pending message answered
 //       PEOPLE people write MESSAGES each while the model hangs (turns in flight, the rest stored,
@@ -13,7 +13,9 @@ import { tmpdir } from "node:os";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { startStandIns } from "../tests/setup/stand-ins";
 import { freePort } from "../tests/node/helpers";
-import { WEBHOOK_SECRET, hang, killEverything, launch, sent, startTap, stopAll, waitFor, webhook } from "../tests/node/service";
+import { WEBHOOK_SECRET, killEverything, launch, stopAll } from "../tests/node/service-process";
+import { hang, sent, startTap, webhook } from "../tests/node/service-http";
+import { waitFor } from "../tests/node/wait";
 import { markdownTable, round, summary, writeResults } from "./support";
 
 const ROUNDS = Number(process.env.BENCH_RECOVERY_ROUNDS ?? 3);

@@ -7,7 +7,9 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { APOLOGY } from "../../agents/inbox-policy";
 import { WELCOME } from "../../agents/commands/index";
 import { freePort } from "./helpers";
-import { ROOT, WEBHOOK_SECRET, launch, randomChatId, sent, stopAll, tempDir, waitFor, webhook, wrapUp } from "./service";
+import { ROOT, WEBHOOK_SECRET, launch, stopAll, tempDir, wrapUp } from "./service-process";
+import { randomChatId, sent, webhook } from "./service-http";
+import { waitFor } from "./wait";
 
 const standIn = inject("standInUrl");
 

@@ -7,20 +7,9 @@ import { describe, expect, inject, it } from "vitest";
 import { APOLOGY, OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
 import { freePort } from "./helpers";
-import {
-  WEBHOOK_SECRET,
-  hang,
-  health,
-  launch,
-  randomChatId,
-  sent,
-  sleep,
-  subjectOf,
-  tempDir,
-  waitFor,
-  webhook,
-  type Service,
-} from "./service";
+import { WEBHOOK_SECRET, launch, tempDir, type Service } from "./service-process";
+import { hang, health, randomChatId, sent, subjectOf, webhook } from "./service-http";
+import { sleep, waitFor } from "./wait";
 import { useServices } from "./service-hooks";
 
 const standIn = inject("standInUrl");

@@ -6,23 +6,9 @@ import { describe, expect, inject, it } from "vitest";
 import { APOLOGY, OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import { WELCOME } from "../../agents/commands/index";
 import { freePort } from "./helpers";
-import {
-  WEBHOOK_SECRET,
-  hang,
-  health,
-  interrupt,
-  killEverything,
-  launch,
-  randomChatId,
-  sent,
-  sleep,
-  subjectOf,
-  tempDir,
-  waitFor,
-  webhook,
-  wranglerProcess,
-  type Service,
-} from "./service";
+import { WEBHOOK_SECRET, interrupt, killEverything, launch, tempDir, wranglerProcess, type Service } from "./service-process";
+import { hang, health, randomChatId, sent, subjectOf, webhook } from "./service-http";
+import { sleep, waitFor } from "./wait";
 import { useServices } from "./service-hooks";
 
 const standIn = inject("standInUrl");

@@ -1,8 +1,10 @@
-// The test-file lifecycle of the npm start harness (tests/node/service.ts), shared by the files that
-// launch services: a tap in front of the stand-in for the whole file, and after each test every
-// service stopped and the test's own clean-up run, with the service logs printed when it failed.
+// The test-file lifecycle of the npm start harness (tests/node/service-process.ts, service-http.ts),
+// shared by the files that launch services: a tap in front of the stand-in for the whole file, and after
+// each test every service stopped and the test's own clean-up run, with the service logs printed when
+// it failed.
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { startTap, stopAll, wrapUp, type Tap } from "./service";
+import { stopAll, wrapUp } from "./service-process";
+import { startTap, type Tap } from "./service-http";
 
 export function useServices(standIn: string, cleanUp: () => Promise<void> = async () => {}): { tap: () => Tap } {
   let tap: Tap | undefined;

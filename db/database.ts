@@ -10,7 +10,7 @@
 // behind a network black hole) never enforces its own timeout. When that last deadline expires the
 // call rejects with DeadlineError("postgres") and the pool is thrown away: its connections may be
 // stuck, so the next call opens fresh ones instead of queueing behind them.
-import { sql as sqlTag } from "drizzle-orm";
+import { type SQL, sql as sqlTag } from "drizzle-orm";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { DeadlineError, withDeadline } from "../platform/deadline";
@@ -20,6 +20,17 @@ export type Schema = typeof schema;
 type Drizzle = PostgresJsDatabase<Schema>;
 /** A drizzle transaction already scoped to one role (and, for user work, one user). */
 export type Tx = Parameters<Parameters<Drizzle["transaction"]>[0]>[0];
+
+/**
+ * The rows of a hand-written statement (tx.execute of a sql`…` template), typed as `Row`: the one place
+ * that claims what its columns are, so repositories name the row type once and never cast. Nothing
+ * checks the claim at run time: write it as postgres.js returns the columns (timestamps as Postgres's
+ * text under drizzle, numeric and bigint as text unless cast). Without `Row` the columns stay `unknown`.
+ */
+export async function sqlRows<Row extends object = Record<string, unknown>>(tx: Tx, query: SQL): Promise<Row[]> {
+  const rows: Record<string, unknown>[] = await tx.execute(query);
+  return rows as Row[];
+}
 
 type AppRole = "soma_app" | "soma_auth" | "soma_system";
 

@@ -2,7 +2,7 @@
 // accounts. Runs as soma_auth, which sees the auth schema and nothing of the user data. Tokens are
 // random; only their SHA-256 is stored, and so are the identities of a deleted account.
 import { and, eq, gt, isNull, lt, or, sql } from "drizzle-orm";
-import type { Database, Tx } from "../database";
+import { type Database, sqlRows, type Tx } from "../database";
 import { authDeletedPeople, authGroupChatNotices, authLoginTokens, authSessions, authUsers } from "../schema";
 
 export interface Person {
@@ -144,7 +144,12 @@ export async function ensureTelegramPerson(
 ): Promise<Person & { created: boolean }> {
   const identity = await identityHash({ kind: "telegram", id: account.telegramUserId });
   return db.withAuth(async (tx) => {
-    const rows = (await tx.execute(sql`
+    const rows = await sqlRows<{
+      id: string | null;
+      display_name: string | null;
+      created: boolean;
+      deleted_at: string | Date | null;
+    }>(tx, sql`
       with tombstone as (
         select deleted_at from auth.deleted_people
         where identity_hash = ${identity} and deleted_at > now() - make_interval(hours => ${TOMBSTONE_HOURS})
@@ -161,12 +166,7 @@ export async function ensureTelegramPerson(
       select id, display_name, false, null from auth.users
       where telegram_user_id = ${account.telegramUserId} and not exists (select 1 from upserted)
       union all
-      select null, null, false, deleted_at from tombstone`)) as unknown as Array<{
-      id: string | null;
-      display_name: string | null;
-      created: boolean;
-      deleted_at: string | Date | null;
-    }>;
+      select null, null, false, deleted_at from tombstone`);
     const person = rows.find((row) => row.id !== null);
     if (person) return { id: person.id!, displayName: person.display_name ?? "", created: person.created };
     const tombstone = rows[0]?.deleted_at;

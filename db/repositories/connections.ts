@@ -1,7 +1,7 @@
 // OAuth connections (Gmail): tokens arrive here already sealed by TokenCipher for their slot (person,
 // provider, column); rows are per person and provider, under row-level security like every table.
 // Reading the tokens goes through openConnection, which also re-seals legacy (v1, unbound) tokens.
-import { and, eq, inArray, isNull, lt, ne, or, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lt, or, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { oauthConnections } from "../schema";
 import { TokenCipher, type TokenSlot } from "../token-cipher";
@@ -83,6 +83,15 @@ export async function getConnection(tx: Tx, provider: "google"): Promise<Connect
       gmailHistoryId: oauthConnections.gmailHistoryId,
       watchExpiresAt: oauthConnections.watchExpiresAt,
     })
+    .from(oauthConnections)
+    .where(eq(oauthConnections.provider, provider));
+  return row ?? null;
+}
+
+/** Whether the person has connected `provider`, and with which address: null when not connected. */
+export async function connectedAccount(tx: Tx, provider: "google"): Promise<{ accountEmail: string | null } | null> {
+  const [row] = await tx
+    .select({ accountEmail: oauthConnections.accountEmail })
     .from(oauthConnections)
     .where(eq(oauthConnections.provider, provider));
   return row ?? null;

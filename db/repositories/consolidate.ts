@@ -5,7 +5,7 @@
 // (the sources rows themselves are never touched). Different things with similar names — "Dune" and
 // "Dune Messiah", "Rocky II" and "Rocky III" — stay apart.
 import { sql } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 
 /** Trigram similarity from which two names of one type may be the same thing. */
 export const MERGE_SIMILARITY = 0.75;
@@ -20,7 +20,6 @@ interface Pair {
   drop_name: string;
   similarity: number;
   cosine: number | null;
-  [key: string]: unknown;
 }
 
 export interface Merge {
@@ -33,7 +32,7 @@ export interface Merge {
 
 /** Merges near-duplicates among entities touched since `since` (against all of the person's entities). */
 export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): Promise<Merge[]> {
-  const pairs = (await tx.execute(sql`
+  const pairs = await sqlRows<Pair>(tx, sql`
     select a.id as keep_id, b.id as drop_id, b.type, a.name as keep_name, b.name as drop_name,
            similarity(a.normalized_name, b.normalized_name) as similarity,
            case when a.embedding is not null and b.embedding is not null then 1 - (a.embedding <=> b.embedding) end as cosine
@@ -42,7 +41,7 @@ export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): 
                    and a.normalized_name % b.normalized_name
                    and (a.created_at, a.id) < (b.created_at, b.id)
     where b.user_id = ${userId} and b.status = 'active' and b.updated_at >= ${since.toISOString()}
-    order by b.created_at, similarity desc`)) as unknown as Pair[];
+    order by b.created_at, similarity desc`);
 
   const merges: Merge[] = [];
   const gone = new Set<string>();
@@ -85,12 +84,12 @@ async function mergeInto(tx: Tx, keepId: string, dropId: string): Promise<void> 
   await tx.execute(sql`update edges set from_id = ${keepId} where from_id = ${dropId}`);
   await tx.execute(sql`update edges set to_id = ${keepId} where to_id = ${dropId}`);
   await tx.execute(sql`update events set entity_ids = array_replace(entity_ids, ${dropId}::uuid, ${keepId}::uuid) where entity_ids @> array[${dropId}::uuid]`);
-  const rows = (await tx.execute(sql`select id, name, properties, source_id from entities where id in (${keepId}, ${dropId})`)) as unknown as Array<{
+  const rows = await sqlRows<{
     id: string;
     name: string;
     properties: Record<string, unknown>;
     source_id: string | null;
-  }>;
+  }>(tx, sql`select id, name, properties, source_id from entities where id in (${keepId}, ${dropId})`);
   const keep = rows.find((r) => r.id === keepId);
   const drop = rows.find((r) => r.id === dropId);
   if (!keep || !drop) throw new Error(`mergeInto: entity ${keep ? dropId : keepId} not found`);

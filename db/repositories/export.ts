@@ -12,7 +12,7 @@
 // emits memory/imported, and memory-consolidate embeds the new memories (until then they are found by
 // their words).
 import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-format";
 import { edges, entities, events, facts, sources, users } from "../schema";
@@ -204,16 +204,16 @@ type IdMap = { map: Map<string, string>; added: number };
 async function importSources(tx: Tx, userId: string, rows: MemoryExport["sources"]): Promise<IdMap> {
   if (rows.length === 0) return { map: new Map(), added: 0 };
   const json = JSON.stringify(rows.map((s) => ({ kind: s.kind, external_id: s.externalId, payload: s.payload, created_at: s.createdAt })));
-  const inserted = (await tx.execute(sql`
+  const inserted = await sqlRows<{ id: string }>(tx, sql`
     insert into sources (user_id, kind, external_id, payload, created_at)
     select ${userId}::uuid, kind, external_id, payload, created_at
     from jsonb_to_recordset(${json}::jsonb) as x(kind text, external_id text, payload jsonb, created_at timestamptz)
     on conflict (user_id, kind, external_id) do nothing
-    returning id`)) as unknown as unknown[];
-  const found = (await tx.execute(sql`
+    returning id`);
+  const found = await sqlRows<{ id: string; kind: string; external_id: string }>(tx, sql`
     select s.id, s.kind, s.external_id from sources s
     join jsonb_to_recordset(${json}::jsonb) as x(kind text, external_id text) on s.kind = x.kind and s.external_id = x.external_id
-    where s.user_id = ${userId}`)) as unknown as Array<{ id: string; kind: string; external_id: string }>;
+    where s.user_id = ${userId}`);
   const byKey = new Map(found.map((s) => [JSON.stringify([s.kind, s.external_id]), s.id]));
   return { map: mapBy(rows, (s) => byKey.get(JSON.stringify([s.kind, s.externalId]))), added: inserted.length };
 }
@@ -237,18 +237,18 @@ async function importEntities(tx: Tx, userId: string, rows: MemoryExport["entiti
     told_at: e.toldAt ?? e.createdAt,
     happened_at: e.happenedAt ?? null,
   })));
-  const written = (await tx.execute(sql`
+  const written = await sqlRows<{ created: boolean }>(tx, sql`
     insert into entities (user_id, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at)
     select distinct on (type, normalized_name) ${userId}::uuid, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at
     from jsonb_to_recordset(${json}::jsonb) as x(type text, name text, normalized_name text, properties jsonb, status text, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz)
     order by type, normalized_name, created_at
     on conflict (user_id, type, normalized_name) do update set properties = excluded.properties || entities.properties
       where (excluded.properties || entities.properties) is distinct from entities.properties
-    returning (xmax = 0) as created`)) as unknown as Array<{ created: boolean }>;
-  const found = (await tx.execute(sql`
+    returning (xmax = 0) as created`);
+  const found = await sqlRows<{ id: string; type: string; normalized_name: string }>(tx, sql`
     select e.id, e.type, e.normalized_name from entities e
     join jsonb_to_recordset(${json}::jsonb) as x(type text, normalized_name text) on e.type = x.type and e.normalized_name = x.normalized_name
-    where e.user_id = ${userId}`)) as unknown as Array<{ id: string; type: string; normalized_name: string }>;
+    where e.user_id = ${userId}`);
   const byKey = new Map(found.map((e) => [JSON.stringify([e.type, e.normalized_name]), e.id]));
   return { map: mapBy(rows, (e) => byKey.get(JSON.stringify([e.type, normalizeName(e.name)]))), added: written.filter((r) => r.created).length };
 }
@@ -256,10 +256,10 @@ async function importEntities(tx: Tx, userId: string, rows: MemoryExport["entiti
 /** New ids for rows keyed by id: the exported id when this account has that row, else one derived from the account and it. */
 async function keepOrDerive(tx: Tx, userId: string, table: "facts" | "edges" | "events", ids: string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = (await tx.execute(sql`
+  const rows = await sqlRows<{ old_id: string; new_id: string }>(tx, sql`
     select x.id as old_id, coalesce(t.id, uuid_generate_v5(${userId}::uuid, ${table} || '/' || x.id)) as new_id
     from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as x(id)
-    left join ${sql.raw(table)} t on t.id = x.id::uuid`)) as unknown as Array<{ old_id: string; new_id: string }>;
+    left join ${sql.raw(table)} t on t.id = x.id::uuid`);
   return new Map(rows.map((r) => [r.old_id, r.new_id]));
 }
 
@@ -268,11 +268,11 @@ async function insertRows(tx: Tx, table: "facts" | "edges" | "events", userId: s
   if (rows.length === 0) return [];
   const names = Object.keys(rows[0]!);
   const list = sql.raw(names.join(", "));
-  const inserted = (await tx.execute(sql`
+  const inserted = await sqlRows<{ id: string }>(tx, sql`
     insert into ${sql.raw(table)} (user_id, ${list})
     select ${userId}::uuid, ${list} from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(${columns})
     on conflict (id) do nothing
-    returning id`)) as unknown as Array<{ id: string }>;
+    returning id`);
   return inserted.map((r) => r.id);
 }
 

@@ -3,7 +3,7 @@
 // takes a transaction that Database.withUser opened (row-level security scopes it to one person); the
 // explicit user id only repeats that scope for the planner.
 import { sql, type SQL } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
 
@@ -92,6 +92,20 @@ type ItemRow = {
   source_at: string | Date | null;
 };
 
+type RelationRow = {
+  id: string;
+  type: string;
+  valid_from: string | Date;
+  valid_to: string | Date | null;
+  direction: "out" | "in";
+  other_id: string;
+  other_type: string;
+  other_name: string;
+  other_status: string;
+};
+
+type EventRow = { id: string; kind: string; status: string; occurred_at: string | Date; payload: Record<string, unknown> };
+
 const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created_at, e.updated_at, e.told_at, e.happened_at,
   to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
   s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text, s.created_at as source_at`;
@@ -108,12 +122,12 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
   if (query.from) conditions.push(sql`e.recall_at >= ${query.from.toISOString()}::timestamptz`);
   if (query.to) conditions.push(sql`e.recall_at < ${query.to.toISOString()}::timestamptz`);
   if (after) conditions.push(sql`(e.created_at, e.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  const rows = (await tx.execute(sql`
+  const rows = await sqlRows<ItemRow>(tx, sql`
     select ${ITEM_COLUMNS}
     from entities e left join sources s on s.id = e.source_id
     where ${sql.join(conditions, sql` and `)}
     order by e.created_at desc, e.id desc
-    limit ${query.limit + 1}`)) as unknown as ItemRow[];
+    limit ${query.limit + 1}`);
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return { memories: page.map(toItem), nextCursor: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null };
@@ -121,10 +135,10 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
 
 /** The types the person's active memories have, most used first (what the type filter offers). */
 export async function memoryTypes(tx: Tx, userId: string): Promise<Array<{ type: string; count: number }>> {
-  const rows = (await tx.execute(sql`
+  const rows = await sqlRows<{ type: string; count: number }>(tx, sql`
     select type, count(*)::int as count from entities
     where user_id = ${userId} and status = 'active'
-    group by type order by count(*) desc, type`)) as unknown as Array<{ type: string; count: number }>;
+    group by type order by count(*) desc, type`);
   return rows.map((r) => ({ type: r.type, count: Number(r.count) }));
 }
 
@@ -132,29 +146,19 @@ export async function memoryTypes(tx: Tx, userId: string): Promise<Array<{ type:
 export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<MemoryDetail | null> {
   const memory = await memoryItem(tx, id);
   if (!memory) return null;
-  const relations = (await tx.execute(sql`
+  const relations = await sqlRows<RelationRow>(tx, sql`
     select g.id, g.type, g.valid_from, g.valid_to, case when g.from_id = ${id}::uuid then 'out' else 'in' end as direction,
            o.id as other_id, o.type as other_type, o.name as other_name, o.status as other_status
     from edges g
     join entities o on o.id = case when g.from_id = ${id}::uuid then g.to_id else g.from_id end
     where g.user_id = ${userId} and (g.from_id = ${id}::uuid or g.to_id = ${id}::uuid)
     order by g.valid_from desc
-    limit 100`)) as unknown as Array<{
-    id: string;
-    type: string;
-    valid_from: string | Date;
-    valid_to: string | Date | null;
-    direction: "out" | "in";
-    other_id: string;
-    other_type: string;
-    other_name: string;
-    other_status: string;
-  }>;
-  const events = (await tx.execute(sql`
+    limit 100`);
+  const events = await sqlRows<EventRow>(tx, sql`
     select id, kind, status, occurred_at, payload from events
     where user_id = ${userId} and entity_ids @> array[${id}::uuid]
     order by occurred_at desc
-    limit 50`)) as unknown as Array<{ id: string; kind: string; status: string; occurred_at: string | Date; payload: Record<string, unknown> }>;
+    limit 50`);
   return {
     memory,
     relations: relations.map((r) => ({
@@ -188,14 +192,9 @@ export async function editMemory(
   const normalized = normalizeName(name);
   const rekeyed = type !== current.type || normalized !== normalizeName(current.name);
   if (rekeyed) {
-    const [other] = (await tx.execute(sql`
+    const [other] = await sqlRows<MemoryRelation["other"]>(tx, sql`
       select id, type, name, status from entities
-      where user_id = ${userId} and type = ${type} and normalized_name = ${normalized} and id <> ${id}::uuid`)) as unknown as Array<{
-      id: string;
-      type: string;
-      name: string;
-      status: string;
-    }>;
+      where user_id = ${userId} and type = ${type} and normalized_name = ${normalized} and id <> ${id}::uuid`);
     if (other) return { status: "conflict", other };
   }
   const sets: SQL[] = [sql`name = ${name}`, sql`normalized_name = ${normalized}`, sql`type = ${type}`];
@@ -209,15 +208,18 @@ export async function editMemory(
 
 /** Brings a forgotten memory back (the undo of archiving); false when there is no such forgotten memory. */
 export async function restoreMemory(tx: Tx, id: string): Promise<boolean> {
-  const rows = (await tx.execute(sql`update entities set status = 'active' where id = ${id}::uuid and status = 'archived' returning id`)) as unknown as unknown[];
+  const rows = await sqlRows<{ id: string }>(
+    tx,
+    sql`update entities set status = 'active' where id = ${id}::uuid and status = 'archived' returning id`,
+  );
   return rows.length > 0;
 }
 
 async function memoryItem(tx: Tx, id: string): Promise<MemoryItem | null> {
-  const [row] = (await tx.execute(sql`
+  const [row] = await sqlRows<ItemRow>(tx, sql`
     select ${ITEM_COLUMNS}
     from entities e left join sources s on s.id = e.source_id
-    where e.id = ${id}::uuid`)) as unknown as ItemRow[];
+    where e.id = ${id}::uuid`);
   return row ? toItem(row) : null;
 }
 

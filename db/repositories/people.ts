@@ -1,8 +1,8 @@
 // The person's own settings. The timezone is written to auth.users, the row of record: the auth
 // mirror (db/sql/0300_triggers.sql) copies it to public.users in the same statement. Writing only
 // public.users would be undone by the mirror at the next sign-in, which rewrites the whole row.
-import { eq } from "drizzle-orm";
-import type { Database, Tx } from "../database";
+import { eq, sql } from "drizzle-orm";
+import { type Database, sqlRows, type Tx } from "../database";
 import { zoneOrUtc } from "../../platform/local-time";
 import { authUsers, users } from "../schema";
 
@@ -10,6 +10,20 @@ import { authUsers, users } from "../schema";
 export async function setTimezone(db: Database, userId: string, timezone: string): Promise<boolean> {
   const rows = await db.withAuth((tx) => tx.update(authUsers).set({ timezone }).where(eq(authUsers.id, userId)).returning({ id: authUsers.id }));
   return rows.length > 0;
+}
+
+/**
+ * The person's timezone and whether a Telegram account is linked, as auth.users (the row of record)
+ * says; null when there is no such person.
+ */
+export async function accountLinks(db: Database, userId: string): Promise<{ telegram: boolean; timezone: string } | null> {
+  const [row] = await db.withAuth((tx) =>
+    sqlRows<{ telegram: boolean; timezone: string }>(
+      tx,
+      sql`select telegram_user_id is not null as telegram, timezone from auth.users where id = ${userId}`,
+    ),
+  );
+  return row ?? null;
 }
 
 /** The person's name and timezone, as their own users row says (a Database.withUser transaction). */

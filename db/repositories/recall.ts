@@ -5,7 +5,7 @@
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
 import { sql } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
 import { iso, isoOrNull } from "../timestamps";
 
@@ -105,7 +105,7 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
  */
 export async function recallEntities(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledEntity[]> {
   // Database transactions already set hnsw.iterative_scan and hnsw.ef_search (= VECTOR_CANDIDATES).
-  const rows = (await tx.execute(recallSql(userId, query))) as unknown as RecallRow[];
+  const rows = await sqlRows<RecallRow>(tx, recallSql(userId, query));
   return rows.map(toRecalled);
 }
 
@@ -297,7 +297,7 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     query.since !== undefined || query.before !== undefined
       ? sql`select id, row_number() over (order by at desc) as rank from live order by at desc limit ${CANDIDATES}`
       : none;
-  const rows = (await tx.execute(sql`
+  const rows = await sqlRows<FactRow>(tx, sql`
     with
     live as materialized (
       select id, ${when} as at, sketch, search from facts
@@ -330,7 +330,7 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     join facts f on f.id = u.id
     left join sources s on s.id = f.source_id
     order by score desc
-    limit ${query.limit}`)) as unknown as FactRow[];
+    limit ${query.limit}`);
   return rows.map((row) => ({
     kind: "fact",
     fact: { id: row.id, statement: row.statement, category: row.category, subject: row.subject, confidence: Number(Number(row.confidence).toFixed(3)), origin: row.origin },

@@ -13,10 +13,10 @@
 // session, no sender, no row), whereas the other way round a failed row delete left a live account
 // without its conversation, and a message could recreate the agent in between.
 import { Hono } from "hono";
-import { sql } from "drizzle-orm";
 import { z } from "zod";
 import { deletePerson } from "../../db/repositories/auth";
-import { setTimezone } from "../../db/repositories/people";
+import { connectedAccount } from "../../db/repositories/connections";
+import { accountLinks, setTimezone } from "../../db/repositories/people";
 import { resolveTimeZone } from "../../platform/local-time";
 import { forgetSender } from "../telegram/updates";
 import { deadLetters } from "../../agents/dead-letters";
@@ -40,18 +40,14 @@ const TimezoneBody = z.object({ timezone: z.string().trim().min(1).max(64) });
 export const account = new Hono<AppEnv>()
   .get("/me", requireSession("reject"), async (c) => {
     const { person } = c.var;
-    const [links] = (await c.var.db.withAuth((tx) =>
-      tx.execute(sql`select telegram_user_id is not null as telegram, email, timezone from auth.users where id = ${person.id}`),
-    )) as unknown as Array<{ telegram: boolean; email: string | null; timezone: string }>;
-    const [gmail] = (await c.var.db.withUser(person.id, (tx) =>
-      tx.execute(sql`select account_email from oauth_connections where provider = 'google'`),
-    )) as unknown as Array<{ account_email: string | null }>;
+    const links = await accountLinks(c.var.db, person.id);
+    const gmail = await c.var.db.withUser(person.id, (tx) => connectedAccount(tx, "google"));
     return c.json({
       id: person.id,
       displayName: person.displayName,
       timezone: links?.timezone ?? "UTC",
       telegram: { linked: links?.telegram ?? false, bot: c.var.config.TELEGRAM_BOT_USERNAME ?? null },
-      google: { connected: Boolean(gmail), email: gmail?.account_email ?? null, available: Boolean(c.var.config.GOOGLE_CLIENT_ID) },
+      google: { connected: Boolean(gmail), email: gmail?.accountEmail ?? null, available: Boolean(c.var.config.GOOGLE_CLIENT_ID) },
       environment: c.var.config.ENVIRONMENT,
     });
   })

@@ -1,8 +1,9 @@
-// What the proactive workflows read and record: reminders due, the day's brief, the weekly review,
-// where to reach the person, and the ledger that makes each delivery happen once. Person-scoped
-// functions take a Database.withUser transaction; the fan-out listings take a withSystem one.
+// What the proactive workflows read and record: the day's brief, the weekly review, where to reach the
+// person, and the ledger that makes each delivery happen once (a reminder's is its own status, in
+// ./reminders.ts). Person-scoped functions take a Database.withUser transaction; the fan-out listings
+// take a withSystem one.
 import { and, eq, gte, sql } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 import { entities, events, facts, users } from "../schema";
 import { claimSource } from "./memory";
 
@@ -22,26 +23,6 @@ export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezo
  */
 export async function claimDelivery(tx: Tx, userId: string, kind: "brief" | "weekly-review", key: string, text: string): Promise<boolean> {
   return (await claimSource(tx, userId, { kind, externalId: key, payload: { text } })) !== null;
-}
-
-export interface DueReminder {
-  text: string;
-  at: Date;
-}
-
-/** Moves a scheduled reminder to `delivering`; null when it is not (any longer) waiting to be sent. */
-export async function claimReminder(tx: Tx, eventId: string): Promise<DueReminder | null> {
-  const [row] = await tx
-    .update(events)
-    .set({ status: "delivering" })
-    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "scheduled")))
-    .returning({ payload: events.payload, at: events.occurredAt });
-  if (!row) return null;
-  return { text: String(row.payload.text ?? ""), at: row.at };
-}
-
-export async function finishReminder(tx: Tx, eventId: string, status: "delivered" | "undeliverable"): Promise<void> {
-  await tx.update(events).set({ status }).where(eq(events.id, eventId));
 }
 
 export interface BriefContents {
@@ -100,12 +81,12 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
   // Names as JSON, not text[]: the driver leaves arrays as Postgres's text form, in which a name with a
   // comma or a quote ("Portland, Oregon") cannot be split back reliably. Mail senders are counted as
   // mail, not listed as what the person added (as in the brief).
-  const byType = (await tx.execute(sql`
+  const byType = await sqlRows<{ type: string; names: string[] | string }>(tx, sql`
     select type, to_jsonb((array_agg(name order by created_at desc))[1:6]) as names, count(*)::int as n
     from entities e
     where status = 'active' and created_at >= ${since.toISOString()}
       and not exists (select 1 from sources s where s.id = e.source_id and s.kind = 'gmail')
-    group by type order by count(*) desc, type limit 8`)) as unknown as Array<{ type: string; names: string[] | string }>;
+    group by type order by count(*) desc, type limit 8`);
   const newFacts = await tx
     .select({ statement: facts.statement })
     .from(facts)
@@ -129,7 +110,7 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
  * semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
  */
 export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date, weekday?: number): Promise<Array<{ userId: string; localDate: string }>> {
-  return (await tx.execute(sql`
+  return await sqlRows<{ userId: string; localDate: string }>(tx, sql`
     with reachable as materialized (
       select u.id, u.timezone from users u
       where u.telegram_chat_id is not null and u.timezone in (select name from pg_timezone_names)
@@ -141,7 +122,7 @@ export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date, weekday
     from local
     where extract(hour from local_time) = ${hour}
       ${weekday === undefined ? sql`` : sql`and extract(isodow from local_time) = ${weekday}`}
-    order by id`)) as unknown as Array<{ userId: string; localDate: string }>;
+    order by id`);
 }
 
 /** Everyone (nightly jobs that look at each person's own recent rows). */

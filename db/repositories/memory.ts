@@ -2,9 +2,9 @@
 // Database.withUser opened, so row-level security scopes it to one person; the explicit user id is
 // only what new rows are stamped with (the policies refuse any other).
 import { and, eq, inArray, sql } from "drizzle-orm";
-import type { Tx } from "../database";
+import { sqlRows, type Tx } from "../database";
 import { normalizeName } from "../search-key";
-import { edges, entities, events, sources } from "../schema";
+import { edges, entities, sources } from "../schema";
 import { vectorLiteral } from "./recall";
 
 export interface SourceRef {
@@ -58,7 +58,7 @@ export async function claimSource(tx: Tx, userId: string, ref: SourceRef): Promi
  * revives an archived entity and keeps the first name, source and told_at (when it was first told).
  */
 export async function captureEntity(tx: Tx, userId: string, input: CaptureInput): Promise<{ entityId: string; created: boolean }> {
-  const rows = (await tx.execute(sql`
+  const rows = await sqlRows<{ id: string; created: boolean }>(tx, sql`
     insert into entities (user_id, type, name, normalized_name, properties, embedding, source_id, happened_at)
     values (${userId}, ${input.type}, ${input.name.trim()}, ${normalizeName(input.name)},
             ${JSON.stringify(input.properties ?? {})}::jsonb, ${vectorLiteral(input.embedding)}::vector, ${input.sourceId},
@@ -69,7 +69,7 @@ export async function captureEntity(tx: Tx, userId: string, input: CaptureInput)
       embedding = coalesce(excluded.embedding, entities.embedding),
       source_id = coalesce(entities.source_id, excluded.source_id),
       status = 'active'
-    returning id, (xmax = 0) as created`)) as unknown as Array<{ id: string; created: boolean }>;
+    returning id, (xmax = 0) as created`);
   const row = rows[0];
   if (!row) throw new Error("captureEntity returned no row");
   return { entityId: row.id, created: row.created };
@@ -131,33 +131,6 @@ export async function relateEntities(
     .from(edges)
     .where(and(eq(edges.userId, userId), eq(edges.idempotencyKey, key)));
   return existing?.id ?? null;
-}
-
-/**
- * Records a reminder to deliver at `at`. With an idempotency key (a turn's write: source message + tool
- * + arguments) a second call returns the same event id instead of adding a second reminder; background
- * functions pass none (null never conflicts).
- */
-export async function createReminder(
-  tx: Tx,
-  userId: string,
-  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey?: string | null },
-): Promise<string> {
-  const key = reminder.idempotencyKey ?? null;
-  const [row] = await tx
-    .insert(events)
-    .values({ userId, kind: "reminder", occurredAt: reminder.at, payload: { text: reminder.text }, status: "scheduled", sourceId: reminder.sourceId, idempotencyKey: key })
-    .onConflictDoNothing({ target: [events.userId, events.idempotencyKey] })
-    .returning({ id: events.id });
-  if (row) return row.id;
-  const [existing] = key
-    ? await tx
-        .select({ id: events.id })
-        .from(events)
-        .where(and(eq(events.userId, userId), eq(events.idempotencyKey, key)))
-    : [];
-  if (!existing) throw new Error("createReminder returned no row");
-  return existing.id;
 }
 
 /** The person's most recently touched active memories, optionally of one type. */

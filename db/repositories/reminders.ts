@@ -1,8 +1,10 @@
-// Reminders as the person sees them: listed (upcoming and past), cancelled, and the numbered list
+// Reminders: created, listed (upcoming and past), cancelled and delivered, and the numbered list
 // Telegram's /reminders showed last, which /cancel <n> refers to. Reminders are `events` rows of kind
-// 'reminder' (created by createReminder in ./memory.ts); their status moves scheduled → delivering →
-// delivered | undeliverable (reminder-deliver), or scheduled → cancelled here. Each move is one
-// conditional UPDATE on the row, so a cancel and a delivery can never both win.
+// 'reminder'; their status moves scheduled → delivering → delivered | undeliverable (reminder-deliver:
+// claimReminder, finishReminder), or scheduled → cancelled (cancelReminder). Each move is one
+// conditional UPDATE on the row, so a cancel and a delivery can never both win. Other repositories
+// touch reminders only as events among others: the morning brief (./digest.ts) lists upcoming events of
+// every kind, and an export and import (./export.ts) carry every events row as it is.
 // Every function takes a Database.withUser transaction: row-level security keeps it to one person.
 import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
 import type { Tx } from "../database";
@@ -16,6 +18,33 @@ export interface ReminderItem {
   at: string;
   status: ReminderStatus;
   createdAt: string;
+}
+
+/**
+ * Records a reminder to deliver at `at`. With an idempotency key (a turn's write: source message + tool
+ * + arguments) a second call returns the same event id instead of adding a second reminder; background
+ * functions pass none (null never conflicts).
+ */
+export async function createReminder(
+  tx: Tx,
+  userId: string,
+  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey?: string | null },
+): Promise<string> {
+  const key = reminder.idempotencyKey ?? null;
+  const [row] = await tx
+    .insert(events)
+    .values({ userId, kind: "reminder", occurredAt: reminder.at, payload: { text: reminder.text }, status: "scheduled", sourceId: reminder.sourceId, idempotencyKey: key })
+    .onConflictDoNothing({ target: [events.userId, events.idempotencyKey] })
+    .returning({ id: events.id });
+  if (row) return row.id;
+  const [existing] = key
+    ? await tx
+        .select({ id: events.id })
+        .from(events)
+        .where(and(eq(events.userId, userId), eq(events.idempotencyKey, key)))
+    : [];
+  if (!existing) throw new Error("createReminder returned no row");
+  return existing.id;
 }
 
 /** The most past reminders listed (newest first); upcoming ones are all listed. */
@@ -100,4 +129,28 @@ export async function reminderStatus(tx: Tx, id: string): Promise<ReminderStatus
     .from(events)
     .where(and(eq(events.id, id), eq(events.kind, "reminder")));
   return (row?.status as ReminderStatus | undefined) ?? null;
+}
+
+// ---- delivery (reminder-deliver) ----
+
+/** A reminder claimed for delivery: what to say, and when it was due. */
+export interface DueReminder {
+  text: string;
+  at: Date;
+}
+
+/** Moves a scheduled reminder to `delivering`; null when it is not (any longer) waiting to be sent. */
+export async function claimReminder(tx: Tx, eventId: string): Promise<DueReminder | null> {
+  const [row] = await tx
+    .update(events)
+    .set({ status: "delivering" })
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "scheduled")))
+    .returning({ payload: events.payload, at: events.occurredAt });
+  if (!row) return null;
+  return { text: String(row.payload.text ?? ""), at: row.at };
+}
+
+/** Records how a claimed reminder's delivery ended. */
+export async function finishReminder(tx: Tx, eventId: string, status: "delivered" | "undeliverable"): Promise<void> {
+  await tx.update(events).set({ status }).where(eq(events.id, eventId));
 }

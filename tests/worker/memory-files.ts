@@ -3,7 +3,8 @@
 import { sql } from "drizzle-orm";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
-import { archiveEntity, captureEntity, createReminder, recordSource, relateEntities } from "../../db/repositories/memory";
+import { archiveEntity, captureEntity, recordSource, relateEntities } from "../../db/repositories/memory";
+import { createReminder } from "../../db/repositories/reminders";
 import { events } from "../../db/schema";
 import { call, testDatabase } from "./helpers";
 

@@ -4,7 +4,7 @@
 // DELETE /api/reminders/:id cancels (idempotent; 400 malformed, 404 not theirs, 409 already sent).
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { createReminder } from "../../db/repositories/memory";
+import { createReminder } from "../../db/repositories/reminders";
 import { call, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { converse, personOfChat } from "./telegram-updates";
 

@@ -10,7 +10,6 @@ import type { Database } from "../../../db/database";
 import {
   archiveEntity,
   captureEntity,
-  createReminder,
   entityNames,
   nameKeyFits,
   recallMemory,
@@ -19,6 +18,7 @@ import {
   updateEntityProperties,
   type SourceRef,
 } from "../../../db/repositories/memory";
+import { createReminder } from "../../../db/repositories/reminders";
 import { factTools } from "./fact-tools";
 import { idempotencyKey } from "./idempotency";
 import { localToInstant } from "../../../platform/local-time";

@@ -3,8 +3,8 @@
 // before the send, in one conditional UPDATE, so a second event for the same reminder, or one the
 // person cancelled (scheduled → cancelled, the same kind of UPDATE), sends nothing. A cancel that
 // comes after the claim finds the reminder 'delivering' and is told it is too late.
-import { contactOf, claimReminder, finishReminder } from "../../../db/repositories/digest";
-import { reminderStatus } from "../../../db/repositories/reminders";
+import { contactOf } from "../../../db/repositories/digest";
+import { claimReminder, finishReminder, reminderStatus } from "../../../db/repositories/reminders";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
 import { reminderCreated } from "../events";

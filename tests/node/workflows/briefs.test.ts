@@ -12,7 +12,8 @@ import { createWorkflows } from "../../../agents/workflows";
 import { isoWeek } from "../../../agents/workflows/functions/weekly-review";
 import { recordFact } from "../../../db/repositories/facts";
 import { recordEmail } from "../../../db/repositories/mail";
-import { archiveEntity, captureEntity, createReminder, recordSource } from "../../../db/repositories/memory";
+import { archiveEntity, captureEntity, recordSource } from "../../../db/repositories/memory";
+import { createReminder } from "../../../db/repositories/reminders";
 import { newPerson, runOnce, sentTexts, standInUrl, testConfig, testDb, testWorkflows } from "./harness";
 
 const HOUR = 3_600_000;

@@ -5,8 +5,8 @@
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { TelegramSender } from "../../../agents/integrations/telegram-sender";
-import { createReminder, recordSource } from "../../../db/repositories/memory";
-import { cancelReminder, type CancelOutcome } from "../../../db/repositories/reminders";
+import { recordSource } from "../../../db/repositories/memory";
+import { cancelReminder, createReminder, type CancelOutcome } from "../../../db/repositories/reminders";
 import { BOT_TOKEN, langfuseEvents, newPerson, runOnce, sentTexts, standInUrl, testDb, testWorkflows } from "./harness";
 
 /**

@@ -11,21 +11,17 @@ import { createTelemetry } from "../platform/telemetry/sinks";
 import { ApiError, errorResponse } from "./errors";
 import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";
-import { account } from "./routes/account";
 import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
 import { chat } from "./routes/chat";
-import { exportImport } from "./routes/export";
-import { facts } from "./routes/facts";
 import { google } from "./routes/google";
 import { health } from "./routes/health";
 import { mail } from "./routes/mail";
-import { memories } from "./routes/memories";
 import { ops } from "./routes/ops";
-import { reminders } from "./routes/reminders";
 import { telegram } from "./routes/telegram";
 import { workflows } from "./routes/workflows";
 import type { AppEnv } from "./types";
+import { webApi } from "./web-api";
 
 export function createApp() {
   const app = new Hono<AppEnv>();
@@ -81,12 +77,9 @@ export function createApp() {
   app.route("/api/messenger/webhook", telegram);
   app.route("/api/workflows", workflows);
   app.route("/api/webhooks/mail", mail);
-  app.route("/api/memories", memories);
-  app.route("/api/facts", facts);
-  app.route("/api/reminders", reminders);
+  // /api/memories, /api/facts, /api/reminders, /api/export, /api/import, /api/me, /api/account.
+  app.route("/", webApi);
   app.route("/api/ops", ops);
-  app.route("/api", exportImport);
-  app.route("/api", account);
   app.route("/login", login);
   app.route("/", webApp);
   app.route("/", auth);

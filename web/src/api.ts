@@ -1,141 +1,107 @@
-// The web app's calls to the Worker. Same origin, the session cookie rides along; a 401 means the
+// The web app's calls to the Worker, through hono/client typed by the server's routes (AppType,
+// worker/web-api.ts): paths, parameters and answers come from the server, imported as types only
+// (the bundle takes no server code). Same origin, the session cookie rides along; a 401 means the
 // session ended, so the page goes back to sign-in.
+import { hc, type ClientRequestOptions, type InferResponseType } from "hono/client";
+import type { ErrorBody } from "../../worker/errors";
+import type { FactCorrection } from "../../worker/routes/facts";
+import type { MemoryChange, MemoryListQuery } from "../../worker/routes/memories";
+import type { AppType } from "../../worker/web-api";
 
-export interface Me {
-  id: string;
-  displayName: string;
-  /** IANA zone; "UTC" until the person (or their browser, on first sign-in) sets it. */
-  timezone: string;
-  telegram: { linked: boolean; bot: string | null };
-  google: { connected: boolean; email: string | null; available: boolean };
-  environment: string;
-}
+const client = hc<AppType>("/", { init: { credentials: "same-origin" } });
+const memoryRoute = client.api.memories[":id"];
 
-export interface Fact {
-  id: string;
-  statement: string;
-  category: string;
-  subject: string;
-  /** 0–1: how sure Soma is (a correction by the person is 1). */
-  confidence: number;
-  /** "extracted" from a message, or "correction" by the person. */
-  origin: string;
-  /** The fact that replaced this one; null for a current fact. */
-  supersededBy: string | null;
-  toldAt: string;
-  /** Since when it holds, where the person said so. */
-  happenedAt: string | null;
-  updatedAt: string;
-  source: MemorySource | null;
-}
+export type Me = InferResponseType<typeof client.api.me.$get>;
 
-/** The categories the server accepts for a correction (agents/fact-extraction.ts FACT_CATEGORIES; it answers 400 for others). */
-export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
+export type Fact = InferResponseType<typeof client.api.facts.$get>["current"][number];
 
-export type ReminderStatus = "scheduled" | "delivering" | "delivered" | "undeliverable" | "cancelled";
+/** The categories the server accepts for a correction (it answers 400 for others). */
+export type FactCategory = NonNullable<FactCorrection["category"]>;
 
-export interface Reminder {
-  id: string;
-  text: string;
-  /** When it is due (UTC ISO). */
-  at: string;
-  status: ReminderStatus;
-  createdAt: string;
-}
+/** The same categories, in the order the Facts page lists them: `tsc` fails here should the server's list change. */
+export const FACT_CATEGORIES = [
+  "personal",
+  "location",
+  "work",
+  "relationship",
+  "preference",
+  "health",
+  "habit",
+  "goal",
+  "general",
+] as const satisfies readonly FactCategory[];
+// Compile-time only: names a category the server accepts that FACT_CATEGORIES lacks (the line above catches the reverse).
+({}) satisfies Record<Exclude<FactCategory, (typeof FACT_CATEGORIES)[number]>, never>;
+
+export type Reminder = InferResponseType<typeof client.api.reminders.$get>["upcoming"][number];
+export type ReminderStatus = Reminder["status"];
 
 /** What an import adds, per kind (a dry run: what it would add). */
-export interface ImportCounts {
-  sources: number;
-  entities: number;
-  facts: number;
-  edges: number;
-  events: number;
-  messages: number;
-}
+export type ImportCounts = InferResponseType<typeof client.api.import.$post>["imported"];
 
-export interface MemorySource {
-  kind: string;
-  excerpt: string | null;
-  at: string;
-}
+/** A memory in the list: a search's results (ranked by recall) carry less than a page of the newest. */
+export type Memory = InferResponseType<typeof client.api.memories.$get>["memories"][number];
+export type MemoryDetail = InferResponseType<typeof memoryRoute.$get>;
 
-export interface Memory {
-  id: string;
-  type: string;
-  name: string;
-  properties: Record<string, unknown>;
-  status?: "active" | "archived";
-  createdAt: string;
-  /** When the person told Soma; `happenedAt` when they said when it happened. */
-  toldAt: string;
-  happenedAt: string | null;
-  source: MemorySource | null;
-}
-
-export interface MemoryDetail {
-  memory: Memory & { status: "active" | "archived"; updatedAt: string };
-  relations: Array<{
-    id: string;
-    type: string;
-    direction: "out" | "in";
-    other: { id: string; type: string; name: string; status: string };
-    since: string;
-    until: string | null;
-  }>;
-  events: Array<{ id: string; kind: string; status: string; occurredAt: string; payload: Record<string, unknown> }>;
-}
-
-export interface MemoryFilter {
-  q?: string;
-  type?: string;
-  /** ISO date-times: happened (else told) at or after `from`, before `to`. */
-  from?: string;
-  to?: string;
-}
-
-export interface MemoryEdit {
-  name?: string;
-  type?: string;
-  properties?: Record<string, string>;
-}
+/** `from`, `to`: ISO date-times: happened (else told) at or after `from`, before `to`. */
+export type MemoryFilter = Pick<MemoryListQuery, "q" | "type" | "from" | "to">;
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
-async function request<T>(path: string, init?: RequestInit): Promise<T> {
-  const response = await fetch(path, { ...init, credentials: "same-origin" });
+/**
+ * A body for the routes that read their own (worker/validation.ts readJson), sent as it is: the
+ * client's `json` is only for routes that declare it.
+ */
+function body(text: string): ClientRequestOptions {
+  return { headers: JSON_HEADERS, init: { body: text } };
+}
+
+/** A path parameter as one path segment. */
+function param(id: string) {
+  return { param: { id: encodeURIComponent(id) } };
+}
+
+/** The answer's JSON; a failure throws with the server's message (the pages show it). */
+async function read<R extends { ok: boolean; status: number; json(): Promise<unknown> }>(
+  pending: Promise<R>,
+): Promise<Awaited<ReturnType<R["json"]>>> {
+  const response = await pending;
   if (response.status === 401) {
     window.location.assign("/login");
     throw new Error("signed out");
   }
   if (!response.ok) {
-    const body = (await response.json().catch(() => null)) as { error?: { message?: string } } | null;
-    throw new Error(body?.error?.message ?? `Request failed (${response.status})`);
+    const failure = (await response.json().catch(() => null)) as Partial<ErrorBody> | null;
+    throw new Error(failure?.error?.message ?? `Request failed (${response.status})`);
   }
-  return (await response.json()) as T;
+  return (await response.json()) as Awaited<ReturnType<R["json"]>>;
 }
 
+/** Where the export file downloads from (a plain link: the answer is an attachment). */
+export const EXPORT_PATH = client.api.export.$path();
+
 export const api = {
-  me: () => request<Me>("/api/me"),
+  me: () => read(client.api.me.$get()),
   memories: (filter: MemoryFilter & { cursor?: string | null; limit?: number }) => {
-    const query = new URLSearchParams(Object.entries(filter).filter(([, v]) => v !== undefined && v !== null && v !== "").map(([k, v]) => [k, String(v)]));
-    return request<{ memories: Memory[]; nextCursor: string | null }>(`/api/memories?${query}`);
+    const query = Object.fromEntries(
+      Object.entries(filter)
+        .filter(([, v]) => v !== undefined && v !== null && v !== "")
+        .map(([k, v]) => [k, String(v)]),
+    );
+    return read(client.api.memories.$get({ query }));
   },
-  memoryTypes: () => request<{ types: Array<{ type: string; count: number }> }>("/api/memories/types").then((r) => r.types),
-  memory: (id: string) => request<MemoryDetail>(`/api/memories/${encodeURIComponent(id)}`),
-  editMemory: (id: string, edit: MemoryEdit) =>
-    request<{ memory: MemoryDetail["memory"] }>(`/api/memories/${encodeURIComponent(id)}`, { method: "PATCH", headers: JSON_HEADERS, body: JSON.stringify(edit) }),
-  forget: (id: string) => request<{ archived: boolean }>(`/api/memories/${encodeURIComponent(id)}`, { method: "DELETE" }),
-  restore: (id: string) => request<{ restored: boolean }>(`/api/memories/${encodeURIComponent(id)}/restore`, { method: "POST" }),
-  setTimezone: (timezone: string) =>
-    request<{ timezone: string }>("/api/me/timezone", { method: "PUT", headers: JSON_HEADERS, body: JSON.stringify({ timezone }) }),
-  facts: () => request<{ current: Fact[]; superseded: Fact[] }>("/api/facts"),
-  correctFact: (id: string, change: { statement?: string; category?: string }) =>
-    request<{ fact: Fact; replaces: string | null }>(`/api/facts/${encodeURIComponent(id)}`, { method: "PATCH", headers: JSON_HEADERS, body: JSON.stringify(change) }),
-  deleteFact: (id: string) => request<{ deleted: boolean }>(`/api/facts/${encodeURIComponent(id)}`, { method: "DELETE" }),
-  reminders: () => request<{ upcoming: Reminder[]; past: Reminder[] }>("/api/reminders"),
-  cancelReminder: (id: string) => request<{ cancelled: boolean; reminder: Reminder }>(`/api/reminders/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  memoryTypes: () => read(client.api.memories.types.$get()).then((r) => r.types),
+  memory: (id: string) => read(memoryRoute.$get(param(id))),
+  editMemory: (id: string, edit: MemoryChange) => read(memoryRoute.$patch(param(id), body(JSON.stringify(edit)))),
+  forget: (id: string) => read(memoryRoute.$delete(param(id))),
+  restore: (id: string) => read(memoryRoute.restore.$post(param(id))),
+  setTimezone: (timezone: string) => read(client.api.me.timezone.$put({}, body(JSON.stringify({ timezone })))),
+  facts: () => read(client.api.facts.$get()),
+  correctFact: (id: string, change: FactCorrection) => read(client.api.facts[":id"].$patch(param(id), body(JSON.stringify(change)))),
+  deleteFact: (id: string) => read(client.api.facts[":id"].$delete(param(id))),
+  reminders: () => read(client.api.reminders.$get()),
+  cancelReminder: (id: string) => read(client.api.reminders[":id"].$delete(param(id))),
   /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
-  importFile: (text: string, dryRun: boolean) =>
-    request<{ imported: ImportCounts }>(`/api/import${dryRun ? "?dryRun=1" : ""}`, { method: "POST", headers: JSON_HEADERS, body: text }),
-  deleteAccount: () => request<{ deleted: boolean }>("/api/account", { method: "DELETE" }),
+  importFile: (text: string, dryRun: boolean) => read(client.api.import.$post({ query: dryRun ? { dryRun: "1" } : {} }, body(text))),
+  deleteAccount: () => read(client.api.account.$delete()),
 };

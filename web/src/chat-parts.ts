@@ -1,4 +1,4 @@
-// What a chat message shows besides its text: the door it came through, and chips for the memory
+// What a chat message shows besides its text: the channel it came through, and chips for the memory
 // work its turn did ("remembered Dune · book", "recalled 3"), each pointing at the memory it touched.
 import type { UIMessage } from "ai";
 import { memoryPath } from "./router";
@@ -57,11 +57,11 @@ export function activityOf(part: { type: string }): Activity | null {
 }
 
 /**
- * The door a message came through: a person's message says so itself; a reply goes out through the
- * door of the message it answers. `unrecorded` answers for a person's message without metadata yet
+ * The channel a message came through: a person's message says so itself; a reply goes out through the
+ * channel of the message it answers. `unrecorded` answers for a person's message without metadata yet
  * (the one this browser just sent, before the agent's copy replaces it).
  */
-export function doorKindOf(messages: readonly UIMessage[], index: number, unrecorded: (message: UIMessage) => string | null = () => null): string | null {
+export function channelKindOf(messages: readonly UIMessage[], index: number, unrecorded: (message: UIMessage) => string | null = () => null): string | null {
   for (let i = index; i >= 0; i--) {
     const message = messages[i]!;
     if (message.role !== "user" && i !== index) continue;

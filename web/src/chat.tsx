@@ -1,12 +1,12 @@
-// The one conversation, whatever door each message came through (/api/agent: the Worker picks the
+// The one conversation, whatever channel each message came through (/api/agent: the Worker picks the
 // agent from the session). Replies stream in; memory work shows as chips that open the memory. A
 // refused message and a dropped connection are said plainly; the socket reconnects by itself.
 import { useAgentChat } from "@cloudflare/ai-chat/react";
 import type { UIMessage } from "ai";
 import { useAgent } from "agents/react";
 import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
-import { activityOf, doorKindOf, type MessageMetadata } from "./chat-parts";
-import { doorName, formatFull, formatWhen } from "./format";
+import { activityOf, channelKindOf, type MessageMetadata } from "./chat-parts";
+import { channelName, formatFull, formatWhen } from "./format";
 import { Link } from "./router";
 
 type Connection = "connecting" | "open" | "lost";
@@ -23,11 +23,11 @@ function useArrivalTimes(messages: readonly UIMessage[]): Map<string, string> {
   return times.current;
 }
 
-function MessageLabel({ who, door, at, timeZone }: { who: string; door: string | null; at: string | null; timeZone: string }) {
+function MessageLabel({ who, channel, at, timeZone }: { who: string; channel: string | null; at: string | null; timeZone: string }) {
   return (
     <p className="message-meta">
       {who}
-      {door && <> · {doorName(door)}</>}
+      {channel && <> · {channelName(channel)}</>}
       {at && (
         <>
           {" · "}
@@ -43,12 +43,12 @@ function MessageLabel({ who, door, at, timeZone }: { who: string; door: string |
 function Message({ messages, index, arrived, timeZone }: { messages: readonly UIMessage[]; index: number; arrived: Map<string, string>; timeZone: string }) {
   const message = messages[index]!;
   const metadata = message.metadata as MessageMetadata | undefined;
-  // A person's message without metadata is one this browser sent (the web door) until the agent's copy arrives.
-  const door = doorKindOf(messages, index, (m) => (arrived.get(m.id) ? "web" : null));
+  // A person's message without metadata is one this browser sent (the web channel) until the agent's copy arrives.
+  const channel = channelKindOf(messages, index, (m) => (arrived.get(m.id) ? "web" : null));
   const at = metadata?.at ?? metadata?.imported?.exportedAt ?? (arrived.get(message.id) || null);
   return (
     <article className={`message ${message.role}`} data-role={message.role} aria-label={message.role === "user" ? "From you" : "From Soma"}>
-      <MessageLabel who={message.role === "user" ? "You" : "Soma"} door={door} at={at} timeZone={timeZone} />
+      <MessageLabel who={message.role === "user" ? "You" : "Soma"} channel={channel} at={at} timeZone={timeZone} />
       {message.parts.map((part, i) => {
         if (part.type === "text") return <p key={i}>{part.text}</p>;
         const activity = activityOf(part);

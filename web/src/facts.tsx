@@ -3,8 +3,8 @@
 // fact that replaced it); deleting removes the fact and its history, so it asks first.
 import { useState, type FormEvent } from "react";
 import { LoadState, useLoaded } from "./loaded";
-import { api, FACT_CATEGORIES, type Fact } from "./api";
-import { doorName, formatDay, formatFull, formatWhen } from "./format";
+import { api, FACT_CATEGORIES, type Fact, type FactCategory } from "./api";
+import { channelName, formatDay, formatFull, formatWhen } from "./format";
 import { Confirm, ErrorNote, FormActions, useSaving } from "./forms";
 
 
@@ -27,7 +27,7 @@ function Provenance({ fact, timeZone }: { fact: Fact; timeZone: string }) {
   const at = fact.source?.at ?? fact.toldAt;
   return (
     <p className="muted source">
-      {fact.origin === "correction" ? "Corrected by you" : fact.source ? `From ${doorName(fact.source.kind)}` : "Learned"} ·{" "}
+      {fact.origin === "correction" ? "Corrected by you" : fact.source ? `From ${channelName(fact.source.kind)}` : "Learned"} ·{" "}
       <time dateTime={at} title={formatFull(at, timeZone)}>
         {formatWhen(at, timeZone)}
       </time>
@@ -52,7 +52,8 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
   const save = (event: FormEvent) => {
     event.preventDefault();
     void state.save(async () => {
-      await api.correctFact(fact.id, { statement: statement.trim(), category });
+      // The select offers the fact's own category too: should the server no longer accept it, its 400 says so.
+      await api.correctFact(fact.id, { statement: statement.trim(), category: category as FactCategory });
       onDone();
     });
   };

@@ -1,4 +1,4 @@
-// How times and doors read on every page, in the person's own timezone.
+// How times and channels read on every page, in the person's own timezone.
 
 /** "14:05" today, "3 Feb, 14:05" this year, "3 Feb 2024, 14:05" before. */
 export function formatWhen(iso: string, timeZone: string, now = new Date()): string {
@@ -21,9 +21,9 @@ export function formatFull(iso: string, timeZone: string): string {
   return new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "short" }).format(new Date(iso));
 }
 
-const DOORS: Record<string, string> = { telegram: "Telegram", web: "Web", email: "Email", gmail: "Email", import: "Import" };
+const CHANNELS: Record<string, string> = { telegram: "Telegram", web: "Web", email: "Email", gmail: "Email", import: "Import" };
 
-/** A source kind as the person knows the door: "telegram" → "Telegram". */
-export function doorName(kind: string): string {
-  return DOORS[kind] ?? kind.charAt(0).toUpperCase() + kind.slice(1);
+/** A source kind as the person knows the channel: "telegram" → "Telegram". */
+export function channelName(kind: string): string {
+  return CHANNELS[kind] ?? kind.charAt(0).toUpperCase() + kind.slice(1);
 }

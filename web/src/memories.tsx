@@ -3,7 +3,7 @@
 // query string, so back from a memory's page returns to the same list.
 import { useCallback, useEffect, useState } from "react";
 import { api, type Memory, type MemoryFilter } from "./api";
-import { doorName, formatFull, formatWhen } from "./format";
+import { channelName, formatFull, formatWhen } from "./format";
 import { ErrorNote } from "./forms";
 import { Link, memoryPath, navigate, useLocation } from "./router";
 import { UndoBar, useUndo } from "./undo";
@@ -162,7 +162,7 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
                   <time dateTime={memory.createdAt} title={formatFull(memory.createdAt, timeZone)}>
                     {formatWhen(memory.createdAt, timeZone)}
                   </time>
-                  {memory.source && <> · {doorName(memory.source.kind)}</>}
+                  {memory.source && <> · {channelName(memory.source.kind)}</>}
                   {memory.source?.excerpt && <> · “{memory.source.excerpt}”</>}
                 </p>
               </div>

@@ -1,9 +1,9 @@
-// One memory: its details, where and when Soma learned it (the message, the door, the date), how it
+// One memory: its details, where and when Soma learned it (the message, the channel, the date), how it
 // relates to other memories, the events it is part of. Edit its name, type and details; forget it
 // (with undo) or bring a forgotten one back.
 import { useEffect, useState, type FormEvent } from "react";
 import { api, type MemoryDetail } from "./api";
-import { doorName, formatFull } from "./format";
+import { channelName, formatFull } from "./format";
 import { ErrorNote, FormActions, useSaving } from "./forms";
 import { Link, memoryPath } from "./router";
 import { UndoBar, useUndo } from "./undo";
@@ -42,7 +42,7 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
     const properties = parseDetails(details, memory.properties);
     if (typeof properties === "string") return state.fail(properties);
     void state.save(async () => {
-      const { memory: saved } = await api.editMemory(memory.id, { name: name.trim(), type: type.trim(), properties: properties as Record<string, string> });
+      const { memory: saved } = await api.editMemory(memory.id, { name: name.trim(), type: type.trim(), properties });
       onSaved({ ...detail, memory: saved });
     });
   };
@@ -114,7 +114,7 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
 
   const { memory, relations, events } = loaded.detail;
   const forgotten = memory.status === "archived";
-  const setStatus = (status: "active" | "archived") => setLoaded({ state: "ready", detail: { ...loaded.detail, memory: { ...memory, status } } });
+  const setStatus = (status: MemoryDetail["memory"]["status"]) => setLoaded({ state: "ready", detail: { ...loaded.detail, memory: { ...memory, status } } });
   const forget = async () => {
     try {
       await api.forget(memory.id);
@@ -203,7 +203,7 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
       </p>
       {memory.source ? (
         <p className="provenance">
-          From {doorName(memory.source.kind)} on <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
+          From {channelName(memory.source.kind)} on <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
           {memory.source.excerpt && <q>{memory.source.excerpt}</q>}
         </p>
       ) : (

@@ -2,7 +2,7 @@
 // attachment); import reads a file, shows what it would add (the server's dry run writes nothing) and
 // only then applies it.
 import { useRef, useState, type ChangeEvent } from "react";
-import { api, type ImportCounts } from "./api";
+import { api, EXPORT_PATH, type ImportCounts } from "./api";
 
 const KINDS: Array<[keyof ImportCounts, string, string]> = [
   ["entities", "memory", "memories"],
@@ -61,7 +61,7 @@ export function DataSettings() {
     <>
       <h2>Export</h2>
       <p className="muted">Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.</p>
-      <a className="button secondary inline" href="/api/export" download>
+      <a className="button secondary inline" href={EXPORT_PATH} download>
         Download my data (JSON)
       </a>
       <h2>Import</h2>

@@ -33,6 +33,9 @@ const Correction = z
   })
   .refine((body) => body.statement !== undefined || body.category !== undefined, "give statement, category or both");
 
+/** A correction's body, as the web app sends it (web/src/api.ts types its client with it). */
+export type FactCorrection = z.input<typeof Correction>;
+
 function factId(raw: string): string {
   const id = z.uuid().safeParse(raw);
   if (!id.success) throw new ApiError("bad_request", "Fact ids are UUIDs.");

@@ -46,6 +46,10 @@ const MemoryEdit = z
   })
   .refine((edit) => Object.keys(edit).length > 0, "change at least one of name, type, properties");
 
+/** The list's query and an edit's body, as the web app sends them (web/src/api.ts types its client with them). */
+export type MemoryListQuery = z.input<typeof ListQuery>;
+export type MemoryChange = z.input<typeof MemoryEdit>;
+
 function memoryId(c: Context<AppEnv>): string {
   const id = z.uuid().safeParse(c.req.param("id"));
   if (!id.success) throw new ApiError("bad_request", "Memory ids are UUIDs.");

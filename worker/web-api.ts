@@ -1,0 +1,20 @@
+// The routes the web app calls, as one sub-app: worker/app.ts mounts it at "/", and its type is the
+// contract web/src/api.ts types its hono/client with (`import type { AppType }`: the browser bundle
+// takes no server code). A route the web calls belongs here, mounted at the path it answers.
+import { Hono } from "hono";
+import { account } from "./routes/account";
+import { exportImport } from "./routes/export";
+import { facts } from "./routes/facts";
+import { memories } from "./routes/memories";
+import { reminders } from "./routes/reminders";
+import type { AppEnv } from "./types";
+
+export const webApi = new Hono<AppEnv>()
+  .route("/api/memories", memories)
+  .route("/api/facts", facts)
+  .route("/api/reminders", reminders)
+  .route("/api", exportImport)
+  .route("/api", account);
+
+/** The web app's API: paths, methods, inputs and JSON answers, for `hc<AppType>`. */
+export type AppType = typeof webApi;

@@ -14,7 +14,7 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { FACT_CATEGORIES } from "../../agents/fact-extraction";
-import { createEmbedder } from "../../agents/integrations/model/embeddings";
+import { createEmbedder, embedOne } from "../../agents/integrations/model/embeddings";
 import { correctFact, deleteFact, listFacts } from "../../db/repositories/facts";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
@@ -52,7 +52,7 @@ export const facts = new Hono<AppEnv>()
     const id = factId(c.req.param("id"));
     const change = await readJson(c, Correction);
     const userId = c.var.person.id;
-    const embedding = change.statement === undefined ? null : (((await createEmbedder(c.var.config, c.env).embed([change.statement]).catch(() => null)) ?? [])[0] ?? null);
+    const embedding = change.statement === undefined ? null : await embedOne(createEmbedder(c.var.config, c.env), change.statement);
     const result = await c.var.db.withUser(userId, (tx) => correctFact(tx, userId, id, { ...change, embedding, sourceId: null }));
     switch (result.outcome) {
       case "not_found":

@@ -8,7 +8,8 @@
 //   POST   /api/memories/:id/restore                       undoes DELETE
 import { Hono, type Context } from "hono";
 import { z } from "zod";
-import { createEmbedder } from "../../agents/integrations/model/embeddings";
+import { EntityType } from "../../agents/entity-type";
+import { createEmbedder, embedOne } from "../../agents/integrations/model/embeddings";
 import { archiveEntity, nameKeyFits, recallEntities } from "../../db/repositories/memory";
 import { editMemory, InvalidCursorError, listMemoryPage, memoryDetail, memoryTypes, restoreMemory } from "../../db/repositories/memory-center";
 import { requireSameOrigin } from "../auth/origin";
@@ -18,15 +19,9 @@ import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
 
-const memoryType = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(/^[a-z][a-z0-9_ -]{0,39}$/, "a short lowercase word such as book, movie, place, person");
-
 const ListQuery = z
   .object({
-    type: memoryType.optional(),
+    type: EntityType.optional(),
     q: z.string().trim().min(1).max(500).optional(),
     from: z.iso.datetime({ offset: true }).optional(),
     to: z.iso.datetime({ offset: true }).optional(),
@@ -38,7 +33,7 @@ const ListQuery = z
 const MemoryEdit = z
   .strictObject({
     name: z.string().trim().min(1).max(200).refine(nameKeyFits, "the name is too long").optional(),
-    type: memoryType.optional(),
+    type: EntityType.optional(),
     properties: z
       .record(z.string().trim().min(1).max(60), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]))
       .refine((p) => Object.keys(p).length <= 50, "at most 50 details")
@@ -57,9 +52,8 @@ function memoryId(c: Context<AppEnv>): string {
 }
 
 /** The embedding recall would have stored for this (type, name); null when the embedder is unavailable. */
-async function embedName(c: Context<AppEnv>, text: string): Promise<number[] | null> {
-  const [embedding] = await createEmbedder(c.var.config, c.env).embed([text]).catch(() => [null]);
-  return embedding ?? null;
+function embedName(c: Context<AppEnv>, text: string): Promise<number[] | null> {
+  return embedOne(createEmbedder(c.var.config, c.env), text);
 }
 
 export const memories = new Hono<AppEnv>()

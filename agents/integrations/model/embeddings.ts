@@ -31,6 +31,12 @@ export function createEmbedder(config: Config, env: { AI?: AiBinding }, deadline
   }
 }
 
+/** The embedding of one text, or null when the embedder fails (what it was for is stored without one). */
+export async function embedOne(embedder: Embedder, text: string): Promise<number[] | null> {
+  const vectors = await embedder.embed([text]).catch(() => null);
+  return vectors?.[0] ?? null;
+}
+
 export const localEmbedder: Embedder = {
   name: "local",
   embed: async (texts) => texts.map(embedLocally),

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { correctFact, deleteFact, factStatements } from "../../../db/repositories/facts";
 import { recordSource } from "../../../db/repositories/memory";
 import { FACT_CATEGORIES } from "../../fact-extraction";
+import { embedOne } from "../../integrations/model/embeddings";
 import type { ToolContext } from "./memory-tools";
 import { refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
@@ -31,7 +32,7 @@ export function factTools(context: ToolContext): ToolSet {
       execute: async ({ factId: id, statement, category }, { messages }) => {
         const refused = await refusal("fact_correct", id, messages);
         if (refused) return { error: refused };
-        const embedding = (await embedder.embed([statement]).catch(() => null))?.[0] ?? null;
+        const embedding = await embedOne(embedder, statement);
         const result = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
           return correctFact(tx, userId, id, { statement, category, embedding, sourceId });

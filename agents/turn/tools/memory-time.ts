@@ -1,5 +1,6 @@
-// Dates the model gives the memory tools: when something happened (memory_capture's happenedAt) and
-// the window of a recall (memory_recall's since/until). A date is a whole day on the person's clock
+// Dates the model gives the memory tools: when something happened (memory_capture's happenedAt), the
+// window of a recall (memory_recall's since/until) and when a reminder is due (schedule_create's at,
+// read with startOf like the rest). A date is a whole day on the person's clock
 // (their timezone if known, else UTC); a date and time without an offset is their local time; one with
 // an offset or Z is that instant. Stored times are instants (timestamptz), like every time in Postgres.
 import { z } from "zod";

@@ -19,11 +19,11 @@ import {
   type SourceRef,
 } from "../../../db/repositories/memory";
 import { createReminder } from "../../../db/repositories/reminders";
+import { EntityType } from "../../entity-type";
 import { factTools } from "./fact-tools";
 import { idempotencyKey } from "./idempotency";
-import { localToInstant } from "../../../platform/local-time";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
-import type { Embedder } from "../../integrations/model/embeddings";
+import { embedOne, type Embedder } from "../../integrations/model/embeddings";
 import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
 
 export interface ToolContext {
@@ -48,18 +48,12 @@ export type MemoryActivity =
   | { kind: "related"; edgeId: string }
   | { kind: "scheduled"; eventId: string; at: string };
 
-const entityType = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .regex(/^[a-z][a-z0-9_ -]{0,39}$/, "a short lowercase word such as book, movie, place, person")
-  .describe("Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …");
+const entityType = EntityType.describe("Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …");
 const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
 const entityId = z.uuid().describe("id of an entity from memory_recall or memory_capture");
 
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
-  const embed = async (text: string) => (await embedder.embed([text]).catch(() => null))?.[0] ?? null;
   /** The refusal when this call would act on an email's say-so (see agents/turn/tools/untrusted-memory.ts), else null. */
   const refusal = async (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) => {
     if (!showsEmailText(messages)) return null;
@@ -87,7 +81,7 @@ export function memoryTools(context: ToolContext): ToolSet {
       execute: async ({ happenedAt, ...input }, { messages }) => {
         const refused = await refusal("memory_capture", [input.name], messages);
         if (refused) return { error: refused };
-        const embedding = await embed(`${input.type}: ${input.name}`);
+        const embedding = await embedOne(embedder, `${input.type}: ${input.name}`);
         const happened = happenedAt === undefined ? null : startOf(happenedAt, context.timezone ?? "UTC");
         const result = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
@@ -111,7 +105,7 @@ export function memoryTools(context: ToolContext): ToolSet {
       execute: async ({ since, until, ...input }) => {
         const window = recallWindow({ since, until }, context.timezone ?? "UTC");
         if ("error" in window) return { error: window.error };
-        const embedding = await embed(input.query);
+        const embedding = await embedOne(embedder, input.query);
         const recalled = await db.withUser(userId, (tx) => recallMemory(tx, userId, { ...input, ...window, embedding }));
         context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
         return fenceEmailDerived(recalled);
@@ -176,7 +170,7 @@ export function memoryTools(context: ToolContext): ToolSet {
         const refused = await refusal("schedule_create", [text], messages);
         if (refused) return { error: refused };
         // An explicit offset or Z names the instant itself; a bare local time is the person's clock.
-        const when = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(at) ? new Date(at) : localToInstant(at, context.timezone ?? "UTC");
+        const when = startOf(at, context.timezone ?? "UTC");
         if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
         // A re-run of this turn (same message, same reminder) gets the same event id back, so the
         // delivery below (Inngest event `reminder-${eventId}`, deduplicated by id) is the same one too.

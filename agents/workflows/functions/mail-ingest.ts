@@ -13,6 +13,7 @@ import { classifyFailure } from "../../../platform/faults";
 import { describeError, logJson } from "../../../platform/log";
 import { GmailError, headerOf, parseMailbox, type GmailClient } from "../../integrations/google/gmail-client";
 import { gmailFor } from "../../integrations/google/google-account";
+import { embedOne } from "../../integrations/model/embeddings";
 import type { InngestClient } from "../client";
 import { chunks, type WorkflowDeps } from "../deps";
 import { mailNotificationReceived } from "../events";
@@ -113,9 +114,9 @@ async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: str
     receivedAt: Number.isNaN(received.getTime()) ? new Date() : received,
     snippet: message.snippet ?? "",
   });
-  const [embedding] = await deps.embedder.embed([`person: ${senderEntityName(email.from)}`]).catch(() => [null]);
+  const embedding = await embedOne(deps.embedder, `person: ${senderEntityName(email.from)}`);
   try {
-    const result = await deps.db.withUser(userId, (tx) => recordEmail(tx, userId, email, embedding ?? null));
+    const result = await deps.db.withUser(userId, (tx) => recordEmail(tx, userId, email, embedding));
     return result.created ? "recorded" : "known";
   } catch (error) {
     if (classifyFailure(error) === "transient") throw error;

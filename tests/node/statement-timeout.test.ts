@@ -48,8 +48,17 @@ describe.skipIf(!realPostgresInstalled)("statement_timeout on a real PostgreSQL"
       const error = await db.withSystem((tx) => tx.execute(sql`select pg_sleep(3)`)).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(DeadlineError);
       expect(Date.now() - started).toBeLessThan(1_500);
-      // The old pool (its one connection still sleeping on the server) is gone; a new one answers.
-      const rows = (await db.withSystem((tx) => tx.execute(sql`select 1 as ok`))) as unknown as Array<{ ok: number }>;
+      // The old pool (its one connection still sleeping on the server) is gone; a new one answers. Its
+      // first connection may itself take longer than the 300 ms deadline on a busy machine (a new server
+      // process, authentication), so recovery means: the same Database answers again within seconds.
+      const recoveredBy = Date.now() + 5_000;
+      let rows: unknown;
+      while (rows === undefined) {
+        rows = await db.withSystem((tx) => tx.execute(sql`select 1 as ok`)).catch((e: unknown) => {
+          if (!(e instanceof DeadlineError) || Date.now() > recoveredBy) throw e;
+          return undefined;
+        });
+      }
       expect(rows).toEqual([{ ok: 1 }]);
     } finally {
       await db.close();

@@ -18,6 +18,23 @@ import { type FailureKind } from "../platform/faults";
 import { describeError } from "../platform/log";
 import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs } from "./inbox-policy";
 
+const TELEGRAM_ID_PREFIX = "telegram:";
+
+/** A Telegram message's id in the inbox and the conversation: "telegram:<update id>" (Telegram never reuses an update id). */
+export function telegramMessageId(updateId: number): string {
+  return `${TELEGRAM_ID_PREFIX}${updateId}`;
+}
+
+/** Whether a message is a Telegram message's (an inbox item, which the inbox answers and retries); web ones start "web:". */
+export function isTelegramMessageId(id: string): boolean {
+  return id.startsWith(TELEGRAM_ID_PREFIX);
+}
+
+/** The update id in an inbox item's id (a late welcome's "telegram:<update id>:welcome" too); null when there is none. */
+export function updateIdOf(itemId: string): number | null {
+  return Number(itemId.split(":")[1]) || null;
+}
+
 /** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */
 const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** The watchdog alarm is never further away than this while anything is pending. */

@@ -21,12 +21,12 @@ import { ExportedConversation, type ExportMessage } from "../db/export-format";
 import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
-import { Inbox, STUCK_AFTER_MS, type DocumentReply, type InboxItem, type Reply } from "./inbox";
+import { Inbox, isTelegramMessageId, STUCK_AFTER_MS, telegramMessageId, updateIdOf, type DocumentReply, type InboxItem, type Reply } from "./inbox";
 import { exportFile } from "./commands/export";
 import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, TelegramInput, TEXT_ONLY } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_LIMITS, RATE_NOTICE, screenFrame, TOO_LONG, type Channel } from "./channels";
 import { answerCommand, WELCOME } from "./commands/index";
-import { TelegramSender } from "./integrations/telegram-sender";
+import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-sender";
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
 import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
 
@@ -94,7 +94,7 @@ export class UserAgent extends AIChatAgent<Env> {
   /** The inbox owns Telegram turns: after a restart it runs them again itself (the SDK must not too). */
   override async onChatRecovery(context: ChatRecoveryContext): Promise<ChatRecoveryOptions> {
     const last = [...context.messages].reverse().find((m) => m.role === "user");
-    return last?.id.startsWith("telegram:") ? { persist: false, continue: false } : {};
+    return last && isTelegramMessageId(last.id) ? { persist: false, continue: false } : {};
   }
 
   /** The person this agent belongs to. */
@@ -111,7 +111,7 @@ export class UserAgent extends AIChatAgent<Env> {
     const parsed = TelegramInput.parse(input);
     const message = { ...parsed, text: cleanText(parsed.text) };
     const inbox = this.#getInbox();
-    const id = `telegram:${message.updateId}`;
+    const id = telegramMessageId(message.updateId);
     const sourceRef = JSON.stringify({ kind: "telegram", externalId: `${message.chatId}:${message.messageId}` } satisfies SourceRef);
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
@@ -378,7 +378,7 @@ export class UserAgent extends AIChatAgent<Env> {
       await deadLetters(this.env).add({
         key: `${this.userId}:${item.id}`,
         personId: this.userId,
-        updateId: Number(item.id.split(":")[1]) || null,
+        updateId: updateIdOf(item.id),
         chatId: item.chat_id,
         text: item.text,
         error,
@@ -416,9 +416,8 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   #sender(): TelegramSender {
-    const config = loadConfig(this.env);
-    if (!config.TELEGRAM_BOT_TOKEN) throw new Error("TELEGRAM_BOT_TOKEN is not set");
-    this.#telegram ??= new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS });
+    this.#telegram ??= telegramSenderFor(loadConfig(this.env)) ?? undefined;
+    if (!this.#telegram) throw new Error("TELEGRAM_BOT_TOKEN is not set");
     return this.#telegram;
   }
 }

@@ -183,6 +183,15 @@ export function formatLocal(instant: Date, zone: string): string {
   return instant.toLocaleString("en-GB", { timeZone: zone, weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
 }
 
+/** "09:00" in `zone` (in UTC when the runtime does not know `zone`): the time of day the morning brief lists. */
+export function formatLocalTime(instant: Date, zone: string): string {
+  try {
+    return instant.toLocaleTimeString("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" });
+  } catch {
+    return instant.toISOString().slice(11, 16);
+  }
+}
+
 /** "2026-11-24": the date a clock in `zone` shows at `instant`. */
 export function localDate(instant: Date, zone: string): string {
   return isoLocal(instant, zone).slice(0, 10);

@@ -11,6 +11,7 @@
 // past that deadline is not waited out but thrown at once (GrammyError 429). HttpError, DeadlineError,
 // GrammyError 429 and 5xx are all transient. typing() is bounded by `typingDeadlineMs` and never throws.
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
+import type { Config } from "../../platform/config";
 import { DeadlineError, withDeadline } from "../../platform/deadline";
 
 /** Telegram's limit for one message. */
@@ -49,6 +50,12 @@ const abortableSleep: Sleep = (ms, signal) =>
       resolve();
     }
   });
+
+/** The sender the configuration names (bot token, API root, per-call deadline); null without a bot token. */
+export function telegramSenderFor(config: Config): TelegramSender | null {
+  if (!config.TELEGRAM_BOT_TOKEN) return null;
+  return new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS });
+}
 
 export class TelegramSender {
   readonly #api: Api;

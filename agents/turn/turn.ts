@@ -9,6 +9,7 @@ import type { SourceRef } from "../../db/repositories/memory";
 import { profileOf } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 import { classifyFailure } from "../../platform/faults";
+import { isTelegramMessageId } from "../inbox";
 import { APOLOGY } from "../inbox-policy";
 import { zoneOrUtc } from "../../platform/local-time";
 import { describeError, logJson } from "../../platform/log";
@@ -65,7 +66,7 @@ export function turnStream(turn: Turn) {
   const outage = new AbortController();
   const signal = AbortSignal.any([AbortSignal.timeout(turn.budgetMs), outage.signal, ...(turn.abortSignal ? [turn.abortSignal] : [])]);
   // A Telegram turn that fails is the inbox's to retry or give up on; a web turn apologises at once.
-  const inboxTurn = last?.id.startsWith("telegram:") ?? false;
+  const inboxTurn = last ? isTelegramMessageId(last.id) : false;
   const window = messages.slice(-MODEL_WINDOW);
 
   const surface: Surface = source.kind === "telegram" ? "telegram" : "web";

@@ -3,7 +3,7 @@ import type { Database } from "../../db/database";
 import { loadConfig } from "../../platform/config";
 import { createChatModel } from "../integrations/model/chat-model";
 import { createEmbedder } from "../integrations/model/embeddings";
-import { TelegramSender } from "../integrations/telegram-sender";
+import { telegramSenderFor } from "../integrations/telegram-sender";
 import { createTracer } from "../../platform/telemetry/tracer";
 import type { WorkflowDeps } from "./deps";
 
@@ -15,7 +15,7 @@ export function workflowDepsFromEnv(env: Env, db: Database): WorkflowDeps {
     embedder: createEmbedder(config, env),
     model: createChatModel(config, env),
     tracer: createTracer(config),
-    telegram: config.TELEGRAM_BOT_TOKEN ? new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS }) : null,
+    telegram: telegramSenderFor(config),
     now: () => new Date(),
   };
 }

@@ -2,6 +2,7 @@
 // talked about yesterday, how much mail arrived — sent in Telegram. Nothing to say → nothing sent.
 // Delivered once per person and date (a claimed `sources` row), however often it is requested.
 import { briefContents, claimDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
+import { formatLocalTime } from "../../../platform/local-time";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
@@ -34,19 +35,11 @@ export function composeBrief(contents: BriefContents, person: { displayName: str
   const lines = [`Good morning${person.displayName ? `, ${person.displayName.split(" ")[0]}` : ""}! Here's your day.`];
   if (contents.upcoming.length > 0) {
     lines.push("", "Coming up:");
-    for (const item of contents.upcoming) lines.push(`• ${timeIn(item.at, person.timezone)} ${item.text}`);
+    for (const item of contents.upcoming) lines.push(`• ${formatLocalTime(new Date(item.at), person.timezone)} ${item.text}`);
   }
   if (contents.recent.length > 0) {
     lines.push("", `On your mind yesterday: ${contents.recent.map((e) => `${e.name} (${e.type})`).join(", ")}.`);
   }
   if (contents.mail > 0) lines.push("", `${contents.mail} new email${contents.mail === 1 ? "" : "s"} since yesterday.`);
   return lines.join("\n");
-}
-
-function timeIn(at: Date | string, timeZone: string): string {
-  try {
-    return new Date(at).toLocaleTimeString("en-GB", { timeZone, hour: "2-digit", minute: "2-digit" });
-  } catch {
-    return new Date(at).toISOString().slice(11, 16);
-  }
 }

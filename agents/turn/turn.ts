@@ -18,7 +18,8 @@ import type { Embedder } from "../integrations/model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { createTelemetry } from "../../platform/telemetry/sinks";
 import type { Surface, Tracer } from "../../platform/telemetry/tracer";
-import { memoryTools, type MemoryActivity } from "./tools/memory-tools";
+import type { MemoryActivity } from "./tools/context";
+import { turnTools } from "./tools/index";
 import { textOf, type MessageSource } from "../transcript";
 import { emitEvents } from "../workflows/client";
 import { reminderCreated, turnCompleted } from "../workflows/events";
@@ -107,7 +108,7 @@ export function turnStream(turn: Turn) {
           model: turn.model,
           system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone, profile }),
           messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
-          tools: memoryTools({
+          tools: turnTools({
             db: turn.db,
             userId: userId,
             embedder: turn.embedder,

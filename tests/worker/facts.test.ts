@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import { PROFILE_CLOSE, PROFILE_MAX_CHARS, PROFILE_OPEN } from "../../agents/turn/profile";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools as memoryTools } from "../../agents/turn/tools/index";
 import type { UserAgent } from "../../agents/user-agent";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";

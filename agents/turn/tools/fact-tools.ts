@@ -8,17 +8,15 @@ import { correctFact, deleteFact, factStatements } from "../../../db/repositorie
 import { recordSource } from "../../../db/repositories/memory";
 import { FACT_CATEGORIES } from "../../fact-extraction";
 import { embedOne } from "../../integrations/model/embeddings";
-import type { ToolContext } from "./memory-tools";
-import { refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
+import { emailRefusal, type ToolContext } from "./context";
+import type { GuardedTool } from "./untrusted-memory";
 
 const factId = z.uuid().describe("id of a fact from memory_recall (results of kind \"fact\")");
 
 export function factTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
-  const refusal = async (name: GuardedTool, id: string, messages: ModelMessage[]) => {
-    if (!showsEmailText(messages)) return null;
-    return refusalFor(name, await db.withUser(userId, (tx) => factStatements(tx, [id])), messages);
-  };
+  const refusal = (name: GuardedTool, id: string, messages: ModelMessage[]) =>
+    emailRefusal(name, messages, () => db.withUser(userId, (tx) => factStatements(tx, [id])));
 
   return {
     fact_correct: tool({

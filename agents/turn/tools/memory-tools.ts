@@ -6,7 +6,6 @@
 // the person's clock (agents/turn/tools/memory-time.ts).
 import { tool, type ModelMessage, type ToolSet } from "ai";
 import { z } from "zod";
-import type { Database } from "../../../db/database";
 import {
   archiveEntity,
   captureEntity,
@@ -16,37 +15,14 @@ import {
   recordSource,
   relateEntities,
   updateEntityProperties,
-  type SourceRef,
 } from "../../../db/repositories/memory";
 import { createReminder } from "../../../db/repositories/reminders";
 import { EntityType } from "../../entity-type";
-import { factTools } from "./fact-tools";
+import { emailRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
-import { embedOne, type Embedder } from "../../integrations/model/embeddings";
-import { fenceEmailDerived, refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
-
-export interface ToolContext {
-  db: Database;
-  userId: string;
-  embedder: Embedder;
-  /** The message this turn answers: provenance for everything it writes. */
-  source: SourceRef;
-  /** Told about every write, for the UI's memory activity and for traces. */
-  onActivity?: (activity: MemoryActivity) => void;
-  /** The person's IANA timezone: a reminder time without an offset is read in it (default UTC). */
-  timezone?: string;
-  /** Hands a stored reminder to the workflow that delivers it; false when that could not be done. */
-  scheduleReminder?: (reminder: { eventId: string; at: string }) => Promise<boolean>;
-}
-
-export type MemoryActivity =
-  | { kind: "captured"; entityId: string; type: string; name: string; created: boolean }
-  | { kind: "recalled"; results: number; typed: boolean }
-  | { kind: "forgotten"; entityId: string }
-  | { kind: "updated"; entityId: string }
-  | { kind: "related"; edgeId: string }
-  | { kind: "scheduled"; eventId: string; at: string };
+import { embedOne } from "../../integrations/model/embeddings";
+import { fenceEmailDerived, type GuardedTool } from "./untrusted-memory";
 
 const entityType = EntityType.describe("Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …");
 const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
@@ -54,12 +30,9 @@ const entityId = z.uuid().describe("id of an entity from memory_recall or memory
 
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
-  /** The refusal when this call would act on an email's say-so (see agents/turn/tools/untrusted-memory.ts), else null. */
-  const refusal = async (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) => {
-    if (!showsEmailText(messages)) return null;
-    const names = Array.isArray(targets) ? targets : await db.withUser(userId, (tx) => entityNames(tx, targets.entityIds));
-    return refusalFor(name, names, messages);
-  };
+  // Names the call acts on: the model's own words, or the stored names of the entities it names by id.
+  const refusal = (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) =>
+    emailRefusal(name, messages, () => (Array.isArray(targets) ? targets : db.withUser(userId, (tx) => entityNames(tx, targets.entityIds))));
 
   return {
     memory_capture: tool({
@@ -185,7 +158,5 @@ export function memoryTools(context: ToolContext): ToolSet {
         return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
       },
     }),
-
-    ...factTools(context),
   };
 }

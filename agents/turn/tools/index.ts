@@ -1,0 +1,11 @@
+// The tools a turn gives the model: the memory tools (memory-tools.ts: memory_*, schedule_create) and
+// the fact tools (fact-tools.ts: fact_correct, fact_forget), all bound to one person and to the message
+// the turn answers (context.ts).
+import type { ToolSet } from "ai";
+import type { ToolContext } from "./context";
+import { factTools } from "./fact-tools";
+import { memoryTools } from "./memory-tools";
+
+export function turnTools(context: ToolContext): ToolSet {
+  return { ...memoryTools(context), ...factTools(context) };
+}

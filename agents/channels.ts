@@ -10,11 +10,6 @@ import { LONE_SURROGATE } from "../db/clean-text";
 /** Longest message a person may send through any door. */
 export const MAX_MESSAGE_CHARS = 8000;
 
-/** Per-minute limits per person. `chat` is the budget every door shares (a Telegram message counts
- * against it too); Telegram's own, lower limit is configurable (TELEGRAM_MESSAGES_PER_MINUTE). */
-export const RATE_LIMITS = { telegram: 10, chat: 20, "telegram-notice": 1 } as const satisfies Record<string, number>;
-export type Channel = keyof typeof RATE_LIMITS;
-
 export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
 export const TOO_LONG = `That message is longer than ${MAX_MESSAGE_CHARS.toLocaleString("en-US")} characters; please send it in shorter parts.`;
 export const NO_REGENERATE = "I can't redo an answer; send your message again instead.";

@@ -14,14 +14,18 @@
 //   items behind it go on.
 // - The agent stops while a reply is being sent: it is not sent again (at most once for that window:
 //   a reply may already have reached Telegram, and a second copy is worse than asking again).
+import type { SourceRef } from "../db/repositories/memory";
 import { type FailureKind } from "../platform/faults";
 import { describeError } from "../platform/log";
-import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs } from "./inbox-policy";
+import { cleanText, MAX_MESSAGE_CHARS, RATE_NOTICE, TOO_LONG } from "./channels";
+import type { DeadLetter } from "./dead-letters";
+import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs, TelegramInput, TEXT_ONLY } from "./inbox-policy";
+import type { ObjectSql } from "./object-sql";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
 
 /** A Telegram message's id in the inbox and the conversation: "telegram:<update id>" (Telegram never reuses an update id). */
-export function telegramMessageId(updateId: number): string {
+function telegramMessageId(updateId: number): string {
   return `${TELEGRAM_ID_PREFIX}${updateId}`;
 }
 
@@ -31,7 +35,7 @@ export function isTelegramMessageId(id: string): boolean {
 }
 
 /** The update id in an inbox item's id (a late welcome's "telegram:<update id>:welcome" too); null when there is none. */
-export function updateIdOf(itemId: string): number | null {
+function updateIdOf(itemId: string): number | null {
   return Number(itemId.split(":")[1]) || null;
 }
 
@@ -102,11 +106,46 @@ export interface NewItem {
   sourceRef: string;
 }
 
-type Sql = <T = Record<string, unknown>>(strings: TemplateStringsArray, ...values: Array<string | number | boolean | null>) => T[];
+/**
+ * A Telegram message as the inbox stores it (validated, its text cleaned like every channel's): under
+ * its update id, in update_id order, with its chat and message ids as the provenance of what it leads to.
+ */
+export function telegramItem(input: TelegramInput): NewItem {
+  const message = TelegramInput.parse(input);
+  const source: SourceRef = { kind: "telegram", externalId: `${message.chatId}:${message.messageId}` };
+  return {
+    id: telegramMessageId(message.updateId),
+    sortKey: message.updateId,
+    firstContact: message.firstContact,
+    chatId: message.chatId,
+    text: cleanText(message.text),
+    sourceRef: JSON.stringify(source),
+  };
+}
+
+/** What the inbox answers by itself: the rate notice, a late welcome, a message it cannot take (no text,
+ * too long); null for a message the host answers (a command or the model). */
+function ownReply(item: InboxItem, welcome: string): string | null {
+  if (item.kind === "notice") return RATE_NOTICE;
+  if (item.kind === "welcome") return welcome;
+  if (!item.text.trim()) return TEXT_ONLY;
+  if (item.text.length > MAX_MESSAGE_CHARS) return TOO_LONG;
+  return null;
+}
+
+/** An item set aside as dead, as operators find it among the dead letters (agents/dead-letters.ts). */
+export function deadLetterOf(personId: string, item: InboxItem, error: string): Omit<DeadLetter, "firstAt" | "lastAt" | "origin"> {
+  return { key: `${personId}:${item.id}`, personId, updateId: updateIdOf(item.id), chatId: item.chat_id, text: item.text, error, attempts: item.attempts };
+}
+
+/** The provenance of an item's message (what the turn that answers it writes is recorded under). */
+export function sourceOf(item: InboxItem): SourceRef {
+  return JSON.parse(item.source_ref) as SourceRef;
+}
 
 export interface InboxHost {
-  sql: Sql;
-  /** The reply to an item; throws when it cannot be answered now. Must honour `signal`. */
+  sql: ObjectSql;
+  /** The reply to a message the inbox does not answer itself; throws when it cannot be answered now. Must honour `signal`. */
   answer(item: InboxItem, signal: AbortSignal): Promise<Reply>;
   send(chatId: number, text: string): Promise<void>;
   sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void>;
@@ -117,7 +156,7 @@ export interface InboxHost {
   classify(error: unknown): Promise<FailureKind>;
   /** The item will not be answered: keep it where the person (and an operator, for dead letters) can see it. */
   setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void>;
-  /** Text prepended to the first reply of a person's first contact. */
+  /** Text prepended to the first reply of a person's first contact, and the reply to a late welcome. */
   welcome: string;
   retryWindowMs(): number;
   /** After how long without progress a drain counts as stuck (STUCK_AFTER_MS). */
@@ -286,7 +325,7 @@ export class Inbox {
     this.#current = controller;
     let reply: Reply;
     try {
-      reply = await this.host.answer(item, controller.signal);
+      reply = ownReply(item, this.host.welcome) ?? (await this.host.answer(item, controller.signal));
     } catch (error) {
       if (generation !== this.#generation) return;
       sql`update soma_inbox set in_attempt = 0 where id = ${item.id}`;

@@ -1,7 +1,8 @@
 // UserAgent: one Durable Object per person, named by users.id (worker/agent-routing.ts picks it; a
 // client never does). It owns the person's conversation — one thread for Telegram and the web —, a
-// durable inbox of channel messages with processed-id dedupe, and per-channel rate limits. Memory
-// lives in Postgres and is reached only through Database.withUser with this agent's name.
+// durable inbox of Telegram messages with processed-id dedupe (agents/inbox.ts), and the per-person
+// rate limits (agents/rate-limit.ts), each kept in its own SQLite. Memory lives in Postgres and is
+// reached only through Database.withUser with this agent's name.
 //
 // Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
 // acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages.
@@ -10,9 +11,8 @@ import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel, type UIMessage } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
-import type { SourceRef } from "../db/repositories/memory";
 import { workerdDatabase } from "../db/workerd-socket";
-import { loadConfig } from "../platform/config";
+import { loadConfig, type Config } from "../platform/config";
 import { describeError, logJson } from "../platform/log";
 import { createChatModel } from "./integrations/model/chat-model";
 import { createEmbedder } from "./integrations/model/embeddings";
@@ -21,10 +21,12 @@ import { ExportedConversation, type ExportMessage } from "../db/export-format";
 import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
-import { Inbox, isTelegramMessageId, STUCK_AFTER_MS, telegramMessageId, updateIdOf, type DocumentReply, type InboxItem, type Reply } from "./inbox";
+import { deadLetterOf, Inbox, isTelegramMessageId, sourceOf, STUCK_AFTER_MS, telegramItem, type DocumentReply, type InboxItem, type Reply } from "./inbox";
 import { exportFile } from "./commands/export";
-import { APOLOGY, MAX_TELEGRAM_TEXT_CHARS, TelegramInput, TEXT_ONLY } from "./inbox-policy";
-import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_LIMITS, RATE_NOTICE, screenFrame, TOO_LONG, type Channel } from "./channels";
+import { APOLOGY, type TelegramInput } from "./inbox-policy";
+import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame } from "./channels";
+import type { ObjectSql } from "./object-sql";
+import { RateLimiter, rateLimitsFor } from "./rate-limit";
 import { answerCommand, WELCOME } from "./commands/index";
 import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-sender";
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
@@ -34,8 +36,6 @@ import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
 const NAME_KEY = "__ps_name";
 
 const SSE = new TextEncoder();
-
-export { APOLOGY, MAX_MESSAGE_CHARS, MAX_TELEGRAM_TEXT_CHARS, RATE_LIMITS, RATE_NOTICE, TelegramInput, TEXT_ONLY, TURN_BUDGET_MS, type Channel };
 
 /** Storage key of an erased agent (account deleted): the only thing it keeps, so no door revives it. */
 const ERASED_KEY = "soma_erased_at";
@@ -58,6 +58,8 @@ export class UserAgent extends AIChatAgent<Env> {
   /** Why a Telegram turn failed, by user message id: the inbox retries it or gives up on it. */
   readonly #turnFailures = new Map<string, unknown>();
   #inbox: Inbox | undefined;
+  #rates: RateLimiter | undefined;
+  #settings: Config | undefined;
   #database: Database | undefined;
   #telegram: TelegramSender | undefined;
   #tracer: Tracer | undefined;
@@ -76,8 +78,6 @@ export class UserAgent extends AIChatAgent<Env> {
     // to this storage key; writing it once, whenever the name is known, makes every wake find it.
     const name = this.ctx.id.name;
     if (name !== undefined && (await this.ctx.storage.get(NAME_KEY)) !== name) await this.ctx.storage.put(NAME_KEY, name);
-    this.sql`create table if not exists soma_rate (channel text not null, at integer not null)`;
-    this.sql`create index if not exists soma_rate_channel_at on soma_rate (channel, at)`;
     if (this.#getInbox().pendingCount() > 0) await this.#getInbox().watchdog();
   }
 
@@ -108,17 +108,12 @@ export class UserAgent extends AIChatAgent<Env> {
    */
   async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" | "erased" }> {
     if (await this.#erased()) return { status: "erased" };
-    const parsed = TelegramInput.parse(input);
-    const message = { ...parsed, text: cleanText(parsed.text) };
+    const item = telegramItem(input);
     const inbox = this.#getInbox();
-    const id = telegramMessageId(message.updateId);
-    const sourceRef = JSON.stringify({ kind: "telegram", externalId: `${message.chatId}:${message.messageId}` } satisfies SourceRef);
+    const rates = this.#rateLimiter();
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
-    const kind = inbox.store(
-      { id, sortKey: message.updateId, firstContact: message.firstContact, chatId: message.chatId, text: message.text, sourceRef },
-      () => (this.allow("telegram", "chat") ? "message" : this.allow("telegram-notice") ? "notice" : "dropped"),
-    );
+    const kind = inbox.store(item, () => (rates.allow("telegram", "chat") ? "message" : rates.allow("telegram-notice") ? "notice" : "dropped"));
     if (kind === null) return { status: "duplicate" };
     if (kind === "dropped") return { status: "rate_limited" };
     await inbox.watchdog();
@@ -132,7 +127,7 @@ export class UserAgent extends AIChatAgent<Env> {
   async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" } | { status: "erased" }> {
     const message = cleanText(z.string().trim().min(1).max(MAX_MESSAGE_CHARS).parse(text));
     if (await this.#erased()) return { status: "erased" };
-    if (!this.allow("chat")) return { status: "rate_limited" };
+    if (!this.#rateLimiter().allow("chat")) return { status: "rate_limited" };
     const messageId = `web:${crypto.randomUUID()}`;
     const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
     const listener = writable.getWriter();
@@ -164,20 +159,6 @@ export class UserAgent extends AIChatAgent<Env> {
   /** Whether the inbox is being drained, since when without progress, and what is pending (operators, tests). */
   inboxStatus(): { draining: boolean; lastProgressMs: number | null; pending: number } {
     return this.#getInbox().status();
-  }
-
-  /** Counts one input against each of `channels` and says whether it is within all their per-minute
-   * limits (a refused input counts against none). */
-  allow(...channels: Channel[]): boolean {
-    const now = Date.now();
-    this.sql`delete from soma_rate where at < ${now - 60_000}`;
-    for (const channel of channels) {
-      const used = this.sql<{ n: number }>`select count(*) as n from soma_rate where channel = ${channel}`[0]?.n ?? 0;
-      const limit = channel === "telegram" ? loadConfig(this.env).TELEGRAM_MESSAGES_PER_MINUTE : RATE_LIMITS[channel];
-      if (used >= limit) return false;
-    }
-    for (const channel of channels) this.sql`insert into soma_rate (channel, at) values (${channel}, ${now})`;
-    return true;
   }
 
   /**
@@ -212,7 +193,7 @@ export class UserAgent extends AIChatAgent<Env> {
     if (verdict.kind === "done") return connection.send(endOfRequest(verdict.requestId));
     if (verdict.kind === "refuse") return connection.send(endOfRequest(verdict.requestId, verdict.notice));
     if (await this.#erased()) return connection.close(4410, "account deleted");
-    if (!this.allow("chat")) return connection.send(endOfRequest(verdict.requestId, RATE_NOTICE));
+    if (!this.#rateLimiter().allow("chat")) return connection.send(endOfRequest(verdict.requestId, RATE_NOTICE));
     const { requestId, messageId, text } = verdict;
     // The conversation as the agent has it, plus the new message: nothing else of the client's frame.
     const messages = [...this.messages, userMessage(messageId, text, { kind: "web", externalId: messageId })];
@@ -269,7 +250,7 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   override async onChatMessage(_onFinish: unknown, options?: OnChatMessageOptions): Promise<Response> {
-    const config = loadConfig(this.env);
+    const config = this.#config;
     const stream = turnStream({
       userId: this.userId,
       config,
@@ -290,7 +271,7 @@ export class UserAgent extends AIChatAgent<Env> {
 
   #getInbox(): Inbox {
     this.#inbox ??= new Inbox({
-      sql: this.sql.bind(this) as ConstructorParameters<typeof Inbox>[0]["sql"],
+      sql: this.#objectSql(),
       answer: (item, signal) => this.#answer(item, signal),
       send: (chatId, text) => this.#sender().sendText(chatId, text),
       sendDocument: (chatId, document, caption) => this.#sendDocument(chatId, document, caption),
@@ -299,23 +280,28 @@ export class UserAgent extends AIChatAgent<Env> {
       classify: (error) => this.#classify(error),
       setAside: (item, outcome, error) => this.#setAside(item, outcome, error),
       welcome: WELCOME,
-      retryWindowMs: () => this.retryWindowMs ?? loadConfig(this.env).INBOX_RETRY_WINDOW_SECONDS * 1000,
+      retryWindowMs: () => this.retryWindowMs ?? this.#config.INBOX_RETRY_WINDOW_SECONDS * 1000,
       stuckAfterMs: () => this.stuckAfterMs,
       log: (level, fields) => logJson(level, { agent: this.userId, ...fields }),
     });
     return this.#inbox;
   }
 
-  /** The reply to an inbox item: a notice, a command's answer, or the model's turn. Throws when it cannot be answered now. */
+  #rateLimiter(): RateLimiter {
+    this.#rates ??= new RateLimiter(this.#objectSql(), rateLimitsFor(this.#config));
+    return this.#rates;
+  }
+
+  #objectSql(): ObjectSql {
+    return this.sql.bind(this) as ObjectSql;
+  }
+
+  /** The reply to an inbox message: a command's answer, or the model's turn. Throws when it cannot be answered now. */
   async #answer(item: InboxItem, signal: AbortSignal): Promise<Reply> {
-    if (item.kind === "notice") return RATE_NOTICE;
-    if (item.kind === "welcome") return WELCOME;
-    if (!item.text.trim()) return TEXT_ONLY;
-    if (item.text.length > MAX_MESSAGE_CHARS) return TOO_LONG;
     const command = await answerCommand(item.text, {
       db: this.#db(),
       userId: this.userId,
-      appBaseUrl: loadConfig(this.env).APP_BASE_URL,
+      appBaseUrl: this.#config.APP_BASE_URL,
       reset: () => this.reset(),
     });
     return command ?? this.#turnReply(item, signal);
@@ -333,7 +319,7 @@ export class UserAgent extends AIChatAgent<Env> {
     const answered = replyAfter(this.messages, messageId);
     if (answered !== null) return answered || APOLOGY;
     this.#showTyping(item.chat_id);
-    const source = JSON.parse(item.source_ref) as SourceRef;
+    const source = sourceOf(item);
     // A re-run after the person wrote elsewhere meanwhile: their message moves to the end, so that the
     // turn answers it (a turn answers the newest user message).
     const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
@@ -369,22 +355,12 @@ export class UserAgent extends AIChatAgent<Env> {
   async #setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void> {
     if (item.kind === "message" && item.text.trim()) {
       await this.#dropReplyTo(item.id);
-      const source = JSON.parse(item.source_ref) as SourceRef;
+      const source = sourceOf(item);
       const present = this.messages.some((m) => m.id === item.id);
       const apology: UIMessage = { id: `apology-${item.id}`, role: "assistant", parts: [{ type: "text", text: APOLOGY }], metadata: { at: new Date().toISOString() } };
       await this.persistMessages([...this.messages.filter((m) => m.id !== apology.id), ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]), apology]);
     }
-    if (outcome === "dead") {
-      await deadLetters(this.env).add({
-        key: `${this.userId}:${item.id}`,
-        personId: this.userId,
-        updateId: updateIdOf(item.id),
-        chatId: item.chat_id,
-        text: item.text,
-        error,
-        attempts: item.attempts,
-      });
-    }
+    if (outcome === "dead") await deadLetters(this.env).add(deadLetterOf(this.userId, item, error));
   }
 
   /** Keeps one watchdog schedule, no later than `at`. */
@@ -410,13 +386,19 @@ export class UserAgent extends AIChatAgent<Env> {
     }
   }
 
+  /** The configuration, read from the bindings once. */
+  get #config(): Config {
+    this.#settings ??= loadConfig(this.env);
+    return this.#settings;
+  }
+
   #db(): Database {
     this.#database ??= workerdDatabase(this.env.HYPERDRIVE.connectionString);
     return this.#database;
   }
 
   #sender(): TelegramSender {
-    this.#telegram ??= telegramSenderFor(loadConfig(this.env)) ?? undefined;
+    this.#telegram ??= telegramSenderFor(this.#config) ?? undefined;
     if (!this.#telegram) throw new Error("TELEGRAM_BOT_TOKEN is not set");
     return this.#telegram;
   }

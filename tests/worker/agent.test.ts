@@ -6,7 +6,8 @@ import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { APOLOGY, type UserAgent } from "../../agents/user-agent";
+import { APOLOGY } from "../../agents/inbox-policy";
+import type { UserAgent } from "../../agents/user-agent";
 import { botCalls, botReplies, failBotApi, newChatId, newPerson, testDatabase } from "./helpers";
 import { scriptedModel } from "./scripted-model";
 

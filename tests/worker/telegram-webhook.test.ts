@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { TEXT_ONLY } from "../../agents/user-agent";
+import { TEXT_ONLY } from "../../agents/inbox-policy";
 import { HELP, WELCOME } from "../../agents/commands/index";
 import { botCalls, call, newChatId, openLoginLink, testDatabase, waitForReplies } from "./helpers";
 

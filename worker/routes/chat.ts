@@ -3,7 +3,8 @@
 // /login whatever was sent (spec, smoke 4). Then the same-origin check of every state-changing route.
 import { Hono } from "hono";
 import { z } from "zod";
-import { MAX_MESSAGE_CHARS, RATE_LIMITS } from "../../agents/user-agent";
+import { MAX_MESSAGE_CHARS } from "../../agents/channels";
+import { RATE_LIMITS } from "../../agents/rate-limit";
 import { agentFor } from "../agent-routing";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";

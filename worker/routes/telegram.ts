@@ -13,7 +13,7 @@ import { z } from "zod";
 import { limitBody } from "../body-limit";
 import { secretsEqual } from "../auth/secrets";
 import { ApiError } from "../errors";
-import { MAX_TELEGRAM_TEXT_CHARS } from "../../agents/user-agent";
+import { MAX_TELEGRAM_TEXT_CHARS } from "../../agents/inbox-policy";
 import { deadLetters } from "../../agents/dead-letters";
 import { classifyFailure } from "../../platform/faults";
 import { describeError, logJson } from "../../platform/log";

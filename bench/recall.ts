@@ -226,7 +226,7 @@ async function main() {
   const engine = server?.engine ?? "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol";
   const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, facts: FACTS, engine, load: loadavg().map((l) => round(l, 2)) };
   const file = server ? `recall-postgres-${server.superuser ? "superuser" : "owner"}` : "recall";
-  writeFileSync(new URL(`./results/${file}.json`, import.meta.url), JSON.stringify({ ...meta, results }, null, 2) + "\n");
+  writeFileSync(new URL(`./results/${file}.json`, import.meta.url), `${JSON.stringify({ ...meta, results }, null, 2)}\n`);
   writeFileSync(new URL(`./results/${file}.md`, import.meta.url), `# memory_recall latency\n\n${JSON.stringify(meta)}\n\n${table}\n`);
   await owner.end({ timeout: 1 });
   await db.close();

@@ -18,7 +18,7 @@ import { loadSettings, root } from "../ops/cli";
 import { measureBundle } from "../ops/bundle-size";
 import { wranglerOk } from "../ops/wrangler";
 import { attribute, packageOf, profileStartup, readWorkerBundle, summarize, type CpuProfile, type StartupRun, type WorkerBundle } from "./startup/profile";
-import { nodeLadder, percentile, workerdRequests, type DbCost, type LadderRow, type WorkerdRow } from "./startup/requests";
+import { nodeLadder, percentile, workerdRequests, type DbCost, type LadderRow } from "./startup/requests";
 
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 10);
 const VARIANT_RUNS = Math.max(3, Math.ceil(STARTUP_RUNS / 2));
@@ -303,7 +303,7 @@ async function main() {
       findings,
       seconds: Math.round((Date.now() - started) / 1000),
     };
-    writeFileSync(new URL("./results/startup.json", import.meta.url), JSON.stringify(results, null, 2) + "\n");
+    writeFileSync(new URL("./results/startup.json", import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
     writeFileSync(new URL("./results/startup.md", import.meta.url), `# Worker startup, bundle size and router overhead\n\n${JSON.stringify(meta)}\n\n${body}\n`);
     log(`done in ${results.seconds} s`);
   } finally {
@@ -334,10 +334,9 @@ function makeFindings(d: {
   const full = ladder.find((r) => r.app.startsWith("full"))!;
   return [
     `The production bundle is ${kib(d.official.bytes)} raw, ${kib(d.official.gzipBytes)} gzipped. Biggest packages: ${d.packages.slice(0, 5).map((p) => `${p.package} ${kib(p.bytes)}`).join(", ")}.`,
-    variant("--minify", d.minified, d.startup.minified) + " (names are kept: wrangler minifies with keepNames on).",
-    variant("keep_names = false", d.noKeepNames, d.startup.noKeepNames) +
-      " — not a safe setting: the agents SDK routes sub-agent and workflow callbacks by constructor.name and asks for keepNames.",
-    variant("--minify + keep_names = false", d.minifiedNoKeepNames, d.startup.minifiedNoKeepNames) + " (same caveat).",
+    `${variant("--minify", d.minified, d.startup.minified)} (names are kept: wrangler minifies with keepNames on).`,
+    `${variant("keep_names = false", d.noKeepNames, d.startup.noKeepNames)} — not a safe setting: the agents SDK routes sub-agent and workflow callbacks by constructor.name and asks for keepNames.`,
+    `${variant("--minify + keep_names = false", d.minifiedNoKeepNames, d.startup.minifiedNoKeepNames)} (same caveat).`,
     `Startup p50 ${d.startup.soma.p50} ms against ${d.startup.bare.p50} ms (max ${d.startup.bare.max}) for bare Hono, whose startup is at the profiler's resolution: nearly all of it is evaluating the app's dependency graph at the top level. Largest JS contributors (ms per startup): ${d.contributors.slice(0, 6).map((c) => `${c.package} ${c.ms}`).join(", ")}.`,
     `Node, GET /login, Δp50 added by each step: ${steps.join(", ")} (±5 µs is noise).`,
     databaseStep && beforeDatabase

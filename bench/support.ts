@@ -101,7 +101,7 @@ export function machine() {
 export function writeResults(name: string, title: string, table: string, data: Record<string, unknown>): void {
   console.log(table);
   const meta = machine();
-  writeFileSync(new URL(`./results/${name}.json`, import.meta.url), JSON.stringify({ ...meta, ...data }, null, 2) + "\n");
+  writeFileSync(new URL(`./results/${name}.json`, import.meta.url), `${JSON.stringify({ ...meta, ...data }, null, 2)}\n`);
   writeFileSync(new URL(`./results/${name}.md`, import.meta.url), `# ${title}\n\n${meta.cpu} · ${meta.cores} cores · Node ${meta.node} · ${meta.date}\n\n${table}\n`);
 }
 

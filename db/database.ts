@@ -16,7 +16,7 @@ import postgres from "postgres";
 import { DeadlineError, withDeadline } from "../platform/deadline";
 import * as schema from "./schema";
 
-export type Schema = typeof schema;
+type Schema = typeof schema;
 type Drizzle = PostgresJsDatabase<Schema>;
 /** A drizzle transaction already scoped to one role (and, for user work, one user). */
 export type Tx = Parameters<Parameters<Drizzle["transaction"]>[0]>[0];
@@ -36,7 +36,7 @@ type AppRole = "soma_app" | "soma_auth" | "soma_system";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export class InvalidUserIdError extends Error {
+class InvalidUserIdError extends Error {
   constructor() {
     super("user id must be a UUID");
     this.name = "InvalidUserIdError";
@@ -64,8 +64,8 @@ export interface DatabaseOptions {
   socket?: (options: { host: string[]; port: number[] }) => Promise<unknown>;
 }
 
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
-export const DEFAULT_TRANSACTION_DEADLINE_MS = 15_000;
+const DEFAULT_STATEMENT_TIMEOUT_MS = 10_000;
+const DEFAULT_TRANSACTION_DEADLINE_MS = 15_000;
 
 interface Pool {
   client: postgres.Sql;

@@ -18,7 +18,7 @@ const at = z.iso.datetime({ offset: true });
 const label = z.string().min(1).max(100);
 const object = z.record(z.string(), z.unknown());
 
-export const ExportedSource = z.object({
+const ExportedSource = z.object({
   id,
   kind: label,
   externalId: z.string().min(1).max(1000),
@@ -26,7 +26,7 @@ export const ExportedSource = z.object({
   createdAt: at,
 });
 
-export const ExportedEntity = z.object({
+const ExportedEntity = z.object({
   id,
   type: label,
   name: z.string().min(1).max(1000).refine(nameKeyFits, "name is too long to store"),
@@ -41,7 +41,7 @@ export const ExportedEntity = z.object({
   happenedAt: at.nullable().optional(),
 });
 
-export const ExportedFact = z.object({
+const ExportedFact = z.object({
   id,
   statement: z.string().min(1).max(5000),
   category: label,
@@ -60,7 +60,7 @@ export const ExportedFact = z.object({
   happenedAt: at.nullable().optional(),
 });
 
-export const ExportedEdge = z.object({
+const ExportedEdge = z.object({
   id,
   fromId: id,
   toId: id,
@@ -72,7 +72,7 @@ export const ExportedEdge = z.object({
   createdAt: at,
 });
 
-export const ExportedEvent = z.object({
+const ExportedEvent = z.object({
   id,
   kind: label,
   occurredAt: at,
@@ -86,7 +86,7 @@ export const ExportedEvent = z.object({
 });
 
 /** One message of the conversation, as the agent stores it (an AI SDK UI message) with its date. */
-export const ExportedMessage = z.object({
+const ExportedMessage = z.object({
   id: z.string().min(1).max(200),
   role: z.enum(["system", "user", "assistant"]),
   parts: z.array(z.looseObject({ type: z.string() })),
@@ -122,14 +122,16 @@ export const SomaExport = document.superRefine((file, ctx) => {
     if (value !== null && !known.has(value)) ctx.addIssue({ code: "custom", path, message: `no ${what} with this id in the file` });
   };
   for (const table of ["entities", "facts", "edges", "events"] as const) {
-    file[table].forEach((row, i) => check(sources, row.sourceId, [table, i, "sourceId"], "source"));
+    for (const [i, row] of file[table].entries()) check(sources, row.sourceId, [table, i, "sourceId"], "source");
   }
-  file.facts.forEach((fact, i) => check(facts, fact.supersededBy, ["facts", i, "supersededBy"], "fact"));
-  file.edges.forEach((edge, i) => {
+  for (const [i, fact] of file.facts.entries()) check(facts, fact.supersededBy, ["facts", i, "supersededBy"], "fact");
+  for (const [i, edge] of file.edges.entries()) {
     check(entities, edge.fromId, ["edges", i, "fromId"], "entity");
     check(entities, edge.toId, ["edges", i, "toId"], "entity");
-  });
-  file.events.forEach((event, i) => event.entityIds.forEach((entity, j) => check(entities, entity, ["events", i, "entityIds", j], "entity")));
+  }
+  for (const [i, event] of file.events.entries()) {
+    for (const [j, entity] of event.entityIds.entries()) check(entities, entity, ["events", i, "entityIds", j], "entity");
+  }
 });
 
 export type SomaExportV1 = z.infer<typeof document>;

@@ -15,7 +15,6 @@ export function readEnvFile(path: string): Record<string, string> {
 
 /** Writes KEY=VALUE lines (values quoted) for wrangler's --env-file. */
 export function formatEnvFile(values: Record<string, string>): string {
-  return Object.entries(values)
-    .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
-    .join("\n") + "\n";
+  const lines = Object.entries(values).map(([key, value]) => `${key}=${JSON.stringify(value)}`);
+  return `${lines.join("\n")}\n`;
 }

@@ -19,9 +19,9 @@ import * as schema from "../../db/schema";
 import { createTelemetry } from "../../platform/telemetry/sinks";
 import type { WorkerBundle } from "./profile";
 
-export const DATABASE_URL = "postgres://x:y@127.0.0.1:9/x";
+const DATABASE_URL = "postgres://x:y@127.0.0.1:9/x";
 /** The env the Worker gets: wrangler.toml's vars (ENVIRONMENT test: no production secrets needed) and Hyperdrive. */
-export const BENCH_ENV = {
+const BENCH_ENV = {
   ENVIRONMENT: "test",
   AI_PROVIDER: "workers-ai",
   AI_MODEL: "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
@@ -34,7 +34,7 @@ const CTX = { waitUntil() {}, passThroughOnException() {}, props: {} };
 
 type FetchApp = { fetch(request: Request, env: unknown, ctx: unknown): Response | Promise<Response> };
 
-export interface Timing {
+interface Timing {
   n: number;
   p50: number;
   p95: number;
@@ -47,13 +47,13 @@ export function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-export function timing(us: number[]): Timing {
+function timing(us: number[]): Timing {
   return { n: us.length, p50: percentile(us, 50), p95: percentile(us, 95), p99: percentile(us, 99), mean: us.reduce((a, b) => a + b, 0) / us.length };
 }
 
 /**
  * Imports worker/app.ts into Node. It is Worker code: `cloudflare:*` modules become stubs (no route
- * measured here reaches them) and the agents SDK needs a global WebSocket at import (Node 20 has none).
+ * measured here reaches them). The agents SDK needs a global WebSocket at import: Node 24 has one.
  */
 async function importCreateApp(): Promise<() => FetchApp> {
   const stubs: Record<string, string> = {
@@ -68,8 +68,6 @@ export async function resolve(specifier, context, next) {
   return next(specifier, context);
 }`;
   register(`data:text/javascript,${encodeURIComponent(hook)}`);
-  const g = globalThis as Record<string, unknown>;
-  g.WebSocket ??= class { static CONNECTING = 0; static OPEN = 1; static CLOSING = 2; static CLOSED = 3; };
   // Not a literal specifier: worker/ is type-checked by tsconfig.json (workerd types), not this project.
   const appPath = "../../worker/app.ts";
   const mod = (await import(new URL(appPath, import.meta.url).href)) as { createApp: () => FetchApp };

@@ -235,10 +235,10 @@ export async function deletePerson(db: Database, userId: string): Promise<void> 
  * How long a deleted account's identities stay closed to every door. Telegram keeps redelivering an
  * unacknowledged update for up to 24 hours, and no isolate caches a sender for more than a minute.
  */
-export const TOMBSTONE_HOURS = 24;
+const TOMBSTONE_HOURS = 24;
 
 /** A sign-in identity of a person, as its tombstone names it (hashed, never stored in clear). */
-export type Identity = { kind: "telegram"; id: number } | { kind: "google"; sub: string };
+type Identity = { kind: "telegram"; id: number } | { kind: "google"; sub: string };
 
 /** The account of this identity was deleted less than TOMBSTONE_HOURS ago: no door may create it again yet. */
 export class AccountDeletedError extends Error {

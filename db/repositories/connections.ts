@@ -72,7 +72,7 @@ export interface Connection {
 }
 
 /** The person's connection to `provider`, or null. */
-export async function getConnection(tx: Tx, provider: "google"): Promise<Connection | null> {
+async function getConnection(tx: Tx, provider: "google"): Promise<Connection | null> {
   const [row] = await tx
     .select({
       accountEmail: oauthConnections.accountEmail,

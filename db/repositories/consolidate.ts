@@ -8,9 +8,9 @@ import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 
 /** Trigram similarity from which two names of one type may be the same thing. */
-export const MERGE_SIMILARITY = 0.75;
+const MERGE_SIMILARITY = 0.75;
 /** …and, when both have embeddings, the cosine similarity they must also reach. */
-export const MERGE_COSINE = 0.9;
+const MERGE_COSINE = 0.9;
 
 interface Pair {
   keep_id: string;
@@ -55,7 +55,7 @@ export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): 
 }
 
 /** Whether two similar names of one type name the same thing. */
-export function sameThing(pair: Pick<Pair, "keep_name" | "drop_name" | "similarity" | "cosine">): boolean {
+function sameThing(pair: Pick<Pair, "keep_name" | "drop_name" | "similarity" | "cosine">): boolean {
   const a = canonical(pair.keep_name);
   const b = canonical(pair.drop_name);
   if (a === b) return true;

@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { vectorLiteral } from "./recall";
 
-export type EmbeddedTable = "entities" | "facts";
+type EmbeddedTable = "entities" | "facts";
 
 export interface MissingEmbedding {
   table: EmbeddedTable;

@@ -8,7 +8,7 @@ import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
 
 /** Cosine similarity from which two statements are the same claim. */
-export const FACT_DEDUPE_SIMILARITY = 0.85;
+const FACT_DEDUPE_SIMILARITY = 0.85;
 /** Weight of the newest observation in the confidence moving average. */
 const CONFIDENCE_ALPHA = 0.3;
 

@@ -15,6 +15,7 @@ export const MAX_MAIL_TEXT = 200;
 /** RFC 5321's limit on an address. */
 const MAX_ADDRESS = 254;
 const MAX_SNIPPET = 300;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching C0/C1 control characters is the point: they become spaces in the header text kept.
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]+/g;
 
 export interface EmailMetadata {
@@ -62,7 +63,7 @@ export async function recordEmail(
   return { created: true, personId: person.entityId, eventId: event?.id };
 }
 
-export function senderLabel(from: { name: string | null; email: string }): string {
+function senderLabel(from: { name: string | null; email: string }): string {
   return from.name ? `${from.name} <${from.email}>` : from.email;
 }
 

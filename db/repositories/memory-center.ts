@@ -7,7 +7,7 @@ import { sqlRows, type Tx } from "../database";
 import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
 
-export interface MemorySource {
+interface MemorySource {
   kind: string;
   externalId: string;
   excerpt: string | null;
@@ -38,7 +38,7 @@ export interface MemoryPageQuery {
   limit: number;
 }
 
-export interface MemoryRelation {
+interface MemoryRelation {
   id: string;
   type: string;
   /** "out": this memory → other; "in": other → this memory. */
@@ -48,7 +48,7 @@ export interface MemoryRelation {
   until: string | null;
 }
 
-export interface MemoryEvent {
+interface MemoryEvent {
   id: string;
   kind: string;
   status: string;
@@ -186,7 +186,7 @@ export async function editMemory(
   changes: { name?: string; type?: string; properties?: Record<string, unknown>; embedding?: number[] | null },
 ): Promise<EditResult> {
   const current = await memoryItem(tx, id);
-  if (!current || current.status !== "active") return { status: "not_found" };
+  if (current?.status !== "active") return { status: "not_found" };
   const name = changes.name?.trim() ?? current.name;
   const type = changes.type ?? current.type;
   const normalized = normalizeName(name);

@@ -24,7 +24,7 @@ export interface CaptureInput {
 }
 
 export { nameKeyFits, normalizeName } from "../search-key";
-export { recallEntities, recallFacts, recallMemory, recallSql, type MatchKind, type RecallQuery, type RecallResult, type RecalledEntity, type RecalledFact } from "./recall";
+export { recallEntities, recallMemory, recallSql, type RecallResult, type RecalledEntity } from "./recall";
 
 /** Records where something came from; the same (kind, external id) twice is one row. */
 export async function recordSource(tx: Tx, userId: string, ref: SourceRef): Promise<string> {
@@ -142,41 +142,4 @@ export async function recentEntities(tx: Tx, limit: number, type?: string): Prom
     .orderBy(sql`${entities.updatedAt} desc`)
     .limit(limit);
   return rows;
-}
-
-export interface MemoryListItem {
-  id: string;
-  type: string;
-  name: string;
-  properties: Record<string, unknown>;
-  updatedAt: string;
-  source: { kind: string; excerpt: string | null; at: string } | null;
-}
-
-/** The person's active memories, newest first, optionally of one type, with where each came from. */
-export async function listMemories(tx: Tx, options: { type?: string; limit: number }): Promise<MemoryListItem[]> {
-  const rows = await tx
-    .select({
-      id: entities.id,
-      type: entities.type,
-      name: entities.name,
-      properties: entities.properties,
-      updatedAt: entities.updatedAt,
-      sourceKind: sources.kind,
-      sourceText: sql<string | null>`${sources.payload} ->> 'text'`,
-      sourceAt: sources.createdAt,
-    })
-    .from(entities)
-    .leftJoin(sources, eq(sources.id, entities.sourceId))
-    .where(and(eq(entities.status, "active"), options.type ? eq(entities.type, options.type) : undefined))
-    .orderBy(sql`${entities.updatedAt} desc`)
-    .limit(options.limit);
-  return rows.map((r) => ({
-    id: r.id,
-    type: r.type,
-    name: r.name,
-    properties: r.properties,
-    updatedAt: r.updatedAt.toISOString(),
-    source: r.sourceKind ? { kind: r.sourceKind, excerpt: r.sourceText, at: (r.sourceAt ?? r.updatedAt).toISOString() } : null,
-  }));
 }

@@ -20,7 +20,7 @@ export interface RecallQuery {
   before?: Date;
 }
 
-export type MatchKind = "vector" | "fulltext" | "trigram" | "type" | "time";
+type MatchKind = "vector" | "fulltext" | "trigram" | "type" | "time";
 
 type Source = { kind: string; externalId: string; excerpt: string | null; at: string } | null;
 
@@ -43,7 +43,7 @@ export interface RecalledEntity {
   happenedAt: string | null;
 }
 
-export interface RecalledFact {
+interface RecalledFact {
   kind: "fact";
   fact: { id: string; statement: string; category: string; subject: string; confidence: number; origin: string };
   score: number;
@@ -259,7 +259,7 @@ export function recallSql(userId: string, query: RecallQuery) {
  * "Is vegetarian", subject "diet"), and with a time bound everything in the window. A person
  * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
-export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
+async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const { words, phrase, tsTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
   // As for entities: since when it holds if the person said so, else when they told it. (A person's

@@ -10,11 +10,11 @@ import { freePort } from "./helpers";
 import { WEBHOOK_SECRET, launch, tempDir, type Service } from "./service-process";
 import { hang, health, randomChatId, sent, subjectOf, webhook } from "./service-http";
 import { sleep, waitFor } from "./wait";
-import { useServices } from "./service-hooks";
+import { registerServiceHooks } from "./service-hooks";
 
 const standIn = inject("standInUrl");
 let database: EmbeddedPostgres | undefined;
-const services = useServices(standIn, async () => {
+const services = registerServiceHooks(standIn, async () => {
   await database?.stop().catch(() => {});
   database = undefined;
 });

@@ -9,10 +9,10 @@ import { freePort } from "./helpers";
 import { WEBHOOK_SECRET, interrupt, killEverything, launch, tempDir, wranglerProcess, type Service } from "./service-process";
 import { hang, health, randomChatId, sent, subjectOf, webhook } from "./service-http";
 import { sleep, waitFor } from "./wait";
-import { useServices } from "./service-hooks";
+import { registerServiceHooks } from "./service-hooks";
 
 const standIn = inject("standInUrl");
-const services = useServices(standIn);
+const services = registerServiceHooks(standIn);
 
 let updateId = 100_000_000 + Math.floor(Math.random() * 1e8);
 /** Every webhook status a test saw: none may be 5xx. */

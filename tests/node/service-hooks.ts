@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll } from "vitest";
 import { stopAll, wrapUp } from "./service-process";
 import { startTap, type Tap } from "./service-http";
 
-export function useServices(standIn: string, cleanUp: () => Promise<void> = async () => {}): { tap: () => Tap } {
+/** Registers the file's hooks (call it at the top level of a test file); `tap()` is the file's tap once beforeAll ran. */
+export function registerServiceHooks(standIn: string, cleanUp: () => Promise<void> = async () => {}): { tap: () => Tap } {
   let tap: Tap | undefined;
   beforeAll(async () => {
     tap = await startTap(standIn);

@@ -95,7 +95,7 @@ function readFileSyncOr(file: string, fallback: string): string {
   }
 }
 
-export interface TappedRequest {
+interface TappedRequest {
   path: string;
   body: string;
   /** When the request arrived at the tap. */

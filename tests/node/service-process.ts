@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { sleep, waitFor } from "./wait";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const BOT_TOKEN = "737373:service-test-token";
+const BOT_TOKEN = "737373:service-test-token";
 export const WEBHOOK_SECRET = "service-test-secret";
 const MARKER = "SOMA_SERVICE_UNDER_TEST";
 const HEALTH_DEADLINE_MS = 90_000;
@@ -173,7 +173,7 @@ function marked(service: Service): Proc[] {
 }
 
 /** Every live process of the service: the tree under the child plus any marked process outside it. */
-export function processesOf(service: Service): Proc[] {
+function processesOf(service: Service): Proc[] {
   const byPid = new Map<number, Proc>();
   for (const p of [...tree(service.pid), ...marked(service)]) if (p.state !== "Z") byPid.set(p.pid, p);
   return [...byPid.values()];
@@ -184,7 +184,7 @@ function alive(p: Proc): boolean {
   return now !== undefined && now.start === p.start && now.state !== "Z";
 }
 
-export function describeProcs(procs: Proc[]): string {
+function describeProcs(procs: Proc[]): string {
   return procs.map((p) => `  ${p.pid} (${p.comm}, group ${p.pgrp}) ${cmdline(p.pid)}`).join("\n");
 }
 
@@ -290,7 +290,7 @@ export function wrapUp(failed: boolean, lines = 80): string {
   return text;
 }
 
-export function tail(file: string, lines = 60): string {
+function tail(file: string, lines = 60): string {
   if (!existsSync(file)) return `(no log at ${file})`;
   return readFileSync(file, "utf8").split("\n").slice(-lines).join("\n");
 }
@@ -303,7 +303,7 @@ function signal(pid: number, name: NodeJS.Signals): void {
   }
 }
 
-export async function portFree(port: number): Promise<boolean> {
+async function portFree(port: number): Promise<boolean> {
   const server = createTcpServer();
   const free = await new Promise<boolean>((resolve) => {
     server.once("error", () => resolve(false));

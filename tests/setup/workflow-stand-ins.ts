@@ -21,7 +21,7 @@ interface StoredEvent {
   eventKey: string;
 }
 
-export interface GmailMessage {
+interface GmailMessage {
   id: string;
   threadId?: string;
   from: string;

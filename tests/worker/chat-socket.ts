@@ -3,7 +3,7 @@
 import { expect } from "vitest";
 import { call } from "./helpers";
 
-export interface Frame {
+interface Frame {
   type: string;
   id?: string;
   body?: string;
@@ -54,7 +54,7 @@ export function said(text: string, id: string = crypto.randomUUID()) {
   return { id, role: "user", parts: [{ type: "text", text }] };
 }
 
-export async function until<T>(check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+async function until<T>(check: () => T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = check();

@@ -64,7 +64,14 @@ function obedientModel(systemPrompts: string[]) {
         usage: { inputTokens: { total: 10, noCache: undefined, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 5, text: 5, reasoning: undefined } },
         finishReason: { unified: typeof next === "string" ? "stop" : "tool-calls", raw: undefined },
       });
-      return { stream: new ReadableStream({ start: (controller) => (parts.forEach((p) => controller.enqueue(p)), controller.close()) }) };
+      return {
+        stream: new ReadableStream({
+          start: (controller) => {
+            for (const part of parts) controller.enqueue(part);
+            controller.close();
+          },
+        }),
+      };
     },
   });
 }

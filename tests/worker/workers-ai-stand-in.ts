@@ -22,7 +22,7 @@ export type WireShape = "native" | "native-fragments" | "chat-completions";
 export type Answer = { text: string } | { toolCalls: Array<{ name: string; arguments: Record<string, unknown> }> };
 
 /** The messages Workers AI receives (OpenAI-style roles, tool results as role "tool"). */
-export interface WireMessage {
+interface WireMessage {
   role: string;
   content: string;
   name?: string;
@@ -30,7 +30,7 @@ export interface WireMessage {
   tool_calls?: Array<{ id: string; type: string; function: { name: string; arguments: string } }>;
 }
 
-export interface WireTool {
+interface WireTool {
   type: string;
   function: { name: string; description?: string; parameters?: { type?: string; properties?: Record<string, unknown>; required?: string[] } };
 }
@@ -43,7 +43,7 @@ export interface RunInputs {
   [key: string]: unknown;
 }
 
-export interface RunCall {
+interface RunCall {
   model: string;
   inputs: RunInputs;
   options: Record<string, unknown> | undefined;

@@ -50,15 +50,16 @@ function Message({ messages, index, arrived, timeZone }: { messages: readonly UI
     <article className={`message ${message.role}`} data-role={message.role} aria-label={message.role === "user" ? "From you" : "From Soma"}>
       <MessageLabel who={message.role === "user" ? "You" : "Soma"} channel={channel} at={at} timeZone={timeZone} />
       {message.parts.map((part, i) => {
+        // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; a message's parts only grow at the end, so the index is stable.
         if (part.type === "text") return <p key={i}>{part.text}</p>;
         const activity = activityOf(part);
-        if (!activity) return null;
+        if (!activity || !("toolCallId" in part)) return null;
         return activity.to ? (
-          <Link key={i} to={activity.to} className="chip" data-testid="memory-activity">
+          <Link key={part.toolCallId} to={activity.to} className="chip" data-testid="memory-activity">
             {activity.label}
           </Link>
         ) : (
-          <span key={i} className="chip" data-testid="memory-activity">
+          <span key={part.toolCallId} className="chip" data-testid="memory-activity">
             {activity.label}
           </span>
         );
@@ -79,6 +80,7 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
   const arrived = useArrivalTimes(messages);
   const [draft, setDraft] = useState("");
   const end = useRef<HTMLDivElement>(null);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the effect scrolls to the end each time the messages change.
   useEffect(() => {
     // Braces matter: newer browsers return a promise from scrollIntoView, and React treats an
     // effect's return value as its cleanup.
@@ -140,6 +142,7 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
           value={draft}
           onChange={(event) => setDraft(event.target.value)}
           onKeyDown={onKeyDown}
+          // biome-ignore lint/a11y/noAutofocus: the chat page exists to type a message; its one input starts focused.
           autoFocus
         />
         <button type="submit" disabled={busy || !draft.trim()}>

@@ -61,6 +61,7 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
     <form className="edit-form" onSubmit={save} aria-label={`Correct “${fact.statement}”`}>
       <label>
         What is true
+        {/* biome-ignore lint/a11y/noAutofocus: the form opens when the person clicks Correct; the field they came to edit takes the focus. */}
         <input value={statement} onChange={(e) => setStatement(e.target.value)} required minLength={3} maxLength={300} autoFocus />
       </label>
       <label>
@@ -110,10 +111,16 @@ function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history:
         <CorrectForm fact={fact} onCancel={() => setMode("view")} onDone={() => onChanged(`Corrected “${fact.statement}”.`)} />
       ) : mode === "view" ? (
         <div className="actions">
-          <button type="button" className="secondary" onClick={() => (setError(null), setMode("correct"))} aria-label={`Correct “${fact.statement}”`}>
+          <button type="button" className="secondary" onClick={() => {
+              setError(null);
+              setMode("correct");
+            }} aria-label={`Correct “${fact.statement}”`}>
             Correct
           </button>
-          <button type="button" className="secondary" onClick={() => (setError(null), setMode("confirm-delete"))} aria-label={`Delete “${fact.statement}”`}>
+          <button type="button" className="secondary" onClick={() => {
+              setError(null);
+              setMode("confirm-delete");
+            }} aria-label={`Delete “${fact.statement}”`}>
             Delete
           </button>
         </div>

@@ -29,7 +29,7 @@ export function FormActions({ saving, saveLabel, onCancel }: { saving: boolean; 
 /** Asks before an action that cannot be undone: `children` says what will happen. */
 export function Confirm(props: { label: string; busy: boolean; confirmLabel: string; busyLabel: string; onConfirm: () => void; onKeep: () => void; children: ReactNode }) {
   return (
-    <div className="confirm" role="group" aria-label={props.label}>
+    <fieldset className="confirm" aria-label={props.label}>
       <p>{props.children}</p>
       <div className="actions">
         <button type="button" className="danger" onClick={props.onConfirm} disabled={props.busy}>
@@ -39,7 +39,7 @@ export function Confirm(props: { label: string; busy: boolean; confirmLabel: str
           Keep it
         </button>
       </div>
-    </div>
+    </fieldset>
   );
 }
 

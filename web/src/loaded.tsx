@@ -8,6 +8,7 @@ export type Loaded<T> = { state: "loading" } | { state: "error"; message: string
 export function useLoaded<T extends object>(load: () => Promise<T>) {
   const [loaded, setLoaded] = useState<Loaded<T>>({ state: "loading" });
   const [reloads, setReloads] = useState(0);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `load` is the page's own fetch (a new function each render); reloading is what `reloads` asks for.
   useEffect(() => {
     let current = true;
     load().then(
@@ -17,11 +18,12 @@ export function useLoaded<T extends object>(load: () => Promise<T>) {
     return () => {
       current = false;
     };
-    // `load` is the page's own fetch; reloading is what `reloads` asks for.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [reloads]);
   const refresh = () => setReloads((n) => n + 1);
-  const reload = () => (setLoaded({ state: "loading" }), refresh());
+  const reload = () => {
+    setLoaded({ state: "loading" });
+    refresh();
+  };
   return { loaded, setLoaded, reload, refresh };
 }
 

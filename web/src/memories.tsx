@@ -61,6 +61,7 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
     return () => clearTimeout(timer);
   }, [query, search]);
 
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `reloads` is the reload trigger (the effect refetches when it changes).
   useEffect(() => {
     let current = true;
     setListing({ state: "loading" });
@@ -104,24 +105,32 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
   const typeOptions = [...new Set([...types.map((t) => t.type), ...(filter.type ? [filter.type] : [])])];
   return (
     <section className="memories" aria-label="Memories">
-      <form className="filters" role="search" onSubmit={(e) => (e.preventDefault(), setParam(search, { q: query.trim() }))}>
-        <input type="search" aria-label="Search memories" placeholder="Search…" value={query} onChange={(e) => setQuery(e.target.value)} />
-        <select aria-label="Type" value={filter.type} onChange={(e) => setParam(search, { type: e.target.value })}>
-          <option value="">All types</option>
-          {typeOptions.map((t) => (
-            <option key={t} value={t}>
-              {t}
-            </option>
-          ))}
-        </select>
-        <select aria-label="When" value={when} onChange={(e) => setParam(search, { when: e.target.value, from: "", to: "" })}>
-          {RANGES.map((r) => (
-            <option key={r.value} value={r.value}>
-              {r.label}
-            </option>
-          ))}
-        </select>
-      </form>
+      <search>
+        <form
+          className="filters"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setParam(search, { q: query.trim() });
+          }}
+        >
+          <input type="search" aria-label="Search memories" placeholder="Search…" value={query} onChange={(e) => setQuery(e.target.value)} />
+          <select aria-label="Type" value={filter.type} onChange={(e) => setParam(search, { type: e.target.value })}>
+            <option value="">All types</option>
+            {typeOptions.map((t) => (
+              <option key={t} value={t}>
+                {t}
+              </option>
+            ))}
+          </select>
+          <select aria-label="When" value={when} onChange={(e) => setParam(search, { when: e.target.value, from: "", to: "" })}>
+            {RANGES.map((r) => (
+              <option key={r.value} value={r.value}>
+                {r.label}
+              </option>
+            ))}
+          </select>
+        </form>
+      </search>
       {when === "custom" && (
         <div className="filters dates">
           <label>

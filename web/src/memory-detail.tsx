@@ -50,6 +50,7 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
     <form className="edit-form" onSubmit={save} aria-label={`Edit ${memory.name}`}>
       <label>
         Name
+        {/* biome-ignore lint/a11y/noAutofocus: the form opens when the person clicks Edit; its first field takes the focus. */}
         <input value={name} onChange={(e) => setName(e.target.value)} required maxLength={200} autoFocus />
       </label>
       <label>
@@ -71,6 +72,7 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
   const [editing, setEditing] = useState(false);
   const [reloads, setReloads] = useState(0);
   const undo = useUndo();
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `reloads` is the reload trigger (the effect refetches when it changes).
   useEffect(() => {
     let current = true;
     setLoaded({ state: "loading" });

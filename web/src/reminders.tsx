@@ -47,7 +47,10 @@ function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder;
         <ErrorNote message={error} />
       </div>
       {mode === "view" ? (
-        <button type="button" className="secondary" onClick={() => (setError(null), setMode("confirm"))} aria-label={`Cancel reminder “${reminder.text}”`}>
+        <button type="button" className="secondary" onClick={() => {
+            setError(null);
+            setMode("confirm");
+          }} aria-label={`Cancel reminder “${reminder.text}”`}>
           Cancel
         </button>
       ) : (

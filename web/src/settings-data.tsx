@@ -14,7 +14,7 @@ const KINDS: Array<[keyof ImportCounts, string, string]> = [
 ];
 
 /** "3 memories, 1 fact" — the kinds with something in them; "nothing new" when all are 0. */
-export function describeCounts(counts: ImportCounts): string {
+function describeCounts(counts: ImportCounts): string {
   const parts = KINDS.filter(([key]) => counts[key] > 0).map(([key, one, many]) => `${counts[key]} ${counts[key] === 1 ? one : many}`);
   return parts.length ? parts.join(", ") : "nothing new";
 }
@@ -76,7 +76,7 @@ export function DataSettings() {
         </p>
       )}
       {(state.step === "preview" || state.step === "importing") && (
-        <div className="confirm" role="group" aria-label="Import preview">
+        <fieldset className="confirm" aria-label="Import preview">
           <p>
             {nothing(state.counts) ? `${state.name} holds nothing you do not already have.` : `Importing ${state.name} would add ${describeCounts(state.counts)}.`}
           </p>
@@ -90,7 +90,7 @@ export function DataSettings() {
               {nothing(state.counts) ? "Close" : "Cancel"}
             </button>
           </div>
-        </div>
+        </fieldset>
       )}
       {state.step === "done" && (
         <div className="toast" role="status">

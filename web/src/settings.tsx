@@ -31,7 +31,10 @@ function TimezoneSetting({ me }: { me: Me }) {
       <h2>Timezone</h2>
       <p className="muted">Reminders, the morning brief (08:00) and the weekly review (Sunday 18:00) follow it. Now: {saved}.</p>
       <form className="filters" onSubmit={(e) => void save(e)}>
-        <select aria-label="Timezone" value={choice} onChange={(e) => (setChoice(e.target.value), setState((s) => ({ ...s, done: false })))} disabled={state.saving}>
+        <select aria-label="Timezone" value={choice} onChange={(e) => {
+            setChoice(e.target.value);
+            setState((s) => ({ ...s, done: false }));
+          }} disabled={state.saving}>
           {options.map((zone) => (
             <option key={zone} value={zone}>
               {zone === device ? `${zone} (this device)` : zone}

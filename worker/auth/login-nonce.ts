@@ -10,7 +10,7 @@ import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { AppEnv } from "../types";
 import { secretsEqual } from "./secrets";
 
-export const LOGIN_NONCE_COOKIE = "__Host-soma_login";
+const LOGIN_NONCE_COOKIE = "__Host-soma_login";
 /** How long a sign-in page stays usable: the widget and the bot's link are both made for the moment. */
 const LOGIN_NONCE_TTL_SECONDS = 600;
 const NONCE_SHAPE = /^[A-Za-z0-9_-]{43}$/;

@@ -5,7 +5,7 @@ import { createSession, deleteSession, findSessionPerson, type Person } from "..
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
-export const SESSION_COOKIE = "soma_session";
+const SESSION_COOKIE = "soma_session";
 const SESSION_TTL_SECONDS = 30 * 24 * 3600;
 
 /**

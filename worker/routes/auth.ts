@@ -22,7 +22,7 @@ import { ApiError } from "../errors";
 import { page } from "../pages/layout";
 import type { AppEnv } from "../types";
 
-export const DEV_EMAIL = "dev@soma.local";
+const DEV_EMAIL = "dev@soma.local";
 
 const NOT_STARTED_HERE =
   "This sign-in did not start on this browser's sign-in page, so it was not used. Open the sign-in page and sign in from there.";

@@ -30,7 +30,7 @@ import { readJson } from "../validation";
 const PREVIEW_MESSAGES_KEPT = 500;
 
 /** The largest file an import reads (an export of tens of thousands of memories fits). */
-export const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
+const MAX_IMPORT_BYTES = 10 * 1024 * 1024;
 
 // Route-level middleware: this sub-app is mounted at /api, where a `.use()` would guard every route.
 export const exportImport = new Hono<AppEnv>()

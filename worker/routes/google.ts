@@ -21,7 +21,7 @@ import type { AppEnv } from "../types";
 const FLOW_COOKIE = "soma_google_flow";
 const FLOW_TTL_SECONDS = 600;
 const SIGN_IN_SCOPES = ["openid", "email", "profile"];
-export const GMAIL_SCOPE = "https://www.googleapis.com/auth/gmail.readonly";
+const GMAIL_SCOPE = "https://www.googleapis.com/auth/gmail.readonly";
 
 const Flow = z.object({ state: z.string(), verifier: z.string(), intent: z.enum(["signin", "connect"]) });
 const IdClaims = z.looseObject({ sub: z.string(), email: z.string().optional(), name: z.string().optional() });

@@ -49,7 +49,10 @@ async function verifyPushToken(c: Context<AppEnv>, config: Config & { PUBSUB_PUS
   const token = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
   if (!token) throw new ApiError("unauthorized", "The push carries no OIDC token.");
   let keys = keySets.get(config.GOOGLE_JWKS_URL);
-  if (!keys) keySets.set(config.GOOGLE_JWKS_URL, (keys = createRemoteJWKSet(new URL(config.GOOGLE_JWKS_URL))));
+  if (!keys) {
+    keys = createRemoteJWKSet(new URL(config.GOOGLE_JWKS_URL));
+    keySets.set(config.GOOGLE_JWKS_URL, keys);
+  }
   try {
     const { payload } = await jwtVerify(token, keys, { audience: config.PUBSUB_PUSH_AUDIENCE, issuer: GOOGLE_ISSUERS });
     const expected = config.PUBSUB_PUSH_SERVICE_ACCOUNT;

@@ -10,9 +10,9 @@ import { expect } from "vitest";
 import { start, type Running } from "../../../ops/start";
 import { freePort } from "../helpers";
 
-export const SCREENSHOTS = fileURLToPath(new URL("../../../test-results/screenshots/", import.meta.url));
+const SCREENSHOTS = fileURLToPath(new URL("../../../test-results/screenshots/", import.meta.url));
 export const PHONE = { width: 375, height: 740 };
-export const DESKTOP = { width: 1280, height: 800 };
+const DESKTOP = { width: 1280, height: 800 };
 
 export interface Session {
   app: Running;

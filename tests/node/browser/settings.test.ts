@@ -29,7 +29,11 @@ async function seedMemory(userId: string): Promise<void> {
 function anotherFile(file: string): string {
   const ids = new Map<string, string>();
   return file
-    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => ids.get(id) ?? (ids.set(id, crypto.randomUUID()), ids.get(id)!))
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => {
+      const fresh = ids.get(id) ?? crypto.randomUUID();
+      ids.set(id, fresh);
+      return fresh;
+    })
     .replaceAll("Frank Herbert", "Stanisław Lem")
     .replaceAll("Dune", "Solaris")
     .replaceAll('"42:7"', '"42:8"');

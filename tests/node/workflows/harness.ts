@@ -132,10 +132,11 @@ type ExecuteOptions = NonNullable<Parameters<InngestTestEngine["execute"]>[0]>;
 /**
  * One run of `fn` on a fresh test engine (an engine keeps the step state of its previous run).
  * Only where time passes is a step replaced: an unmocked `step.sleep*` never resolves under
- * @inngest/test, so tests mock it through `options.steps` (a fresh array per run).
+ * @inngest/test, so tests mock it through `options.steps` (a fresh array per run). `Result` is what
+ * the caller expects the function to return (the engine reports it as unknown).
  */
-export async function runOnce(fn: TestFunction, event: ExecuteOptions["events"] extends infer E ? (E extends Array<infer One> ? One : never) : never, options: Omit<ExecuteOptions, "events"> = {}) {
+export async function runOnce<Result = unknown>(fn: TestFunction, event: ExecuteOptions["events"] extends infer E ? (E extends Array<infer One> ? One : never) : never, options: Omit<ExecuteOptions, "events"> = {}) {
   const engine = new InngestTestEngine({ function: fn });
   const { result, error, ctx, state } = await engine.execute({ ...options, events: event ? [event] : undefined } as ExecuteOptions);
-  return { result: result as any, error: error as Error | undefined, ctx, state };
+  return { result: result as Result, error: error as Error | undefined, ctx, state };
 }

@@ -149,7 +149,7 @@ describe("mail-watch-renew", () => {
     await connectGmail(noMailbox.id, subNoMailbox);
     await connectGmail(ok.id, subOk);
 
-    const { result, error } = await runOnce(cron(), tick);
+    const { result, error } = await runOnce<{ renewed: number; failed: unknown[] }>(cron(), tick);
     expect(error).toBeUndefined();
     expect(result.renewed).toBe(1);
     expect(result.failed).toHaveLength(2);

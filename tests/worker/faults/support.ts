@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { expect, inject } from "vitest";
 
 import worker from "../../../worker/index";
-import { base64, connectMailbox, envelope, newPerson, pushToken, testDatabase } from "../helpers";
+import { base64, connectMailbox, envelope, pushToken } from "../helpers";
 export { base64, connectMailbox, envelope };
 export { pushToken };
 
@@ -15,7 +15,7 @@ export { pushToken };
 // Deterministic randomness
 
 /** mulberry32: a tiny seeded PRNG, so every run generates the same cases. */
-export function mulberry32(seed: number): () => number {
+function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -59,7 +59,7 @@ export class Fuzz {
       else if (kind === 1) out += this.pick(["\u0000", "\u0001", "\u001f", "\u007f", "\t", "\n", "\r"]);
       else if (kind === 2) out += this.pick(["\u200f", "\u202e", "\u200b", "\u200d", "\ufeff", "\u2028", "\u2029"]);
       else if (kind === 3) out += String.fromCodePoint(this.int(0x1f300, 0x1faff)); // emoji
-      else if (kind === 4) out += "e" + "\u0301\u0308\u0327".repeat(this.int(1, 20)); // combining marks
+      else if (kind === 4) out += `e${"\u0301\u0308\u0327".repeat(this.int(1, 20))}`; // combining marks
       else if (kind === 5) out += String.fromCharCode(this.int(0x0600, 0x06ff)); // Arabic
       else if (kind === 6) out += String.fromCharCode(this.int(0xff01, 0xff5e)); // full width
       else out += String.fromCharCode(this.int(0x20, 0x7e));

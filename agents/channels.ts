@@ -1,13 +1,13 @@
-// What reaches the agent from a door, and what a client of the chat protocol may send over the web
-// socket. Every door (Telegram, the WebSocket chat, POST /api/chat) shares one per-person budget and
-// one size limit, and its text is cleaned the same way. The conversation is the agent's own: a
-// client's chat request contributes only its newest user message, as text; the history it carries,
-// tool results, message rewrites and regenerations are never taken from it.
+// What reaches the agent through a channel, and what a client of the chat protocol may send over the
+// web socket. Every channel (Telegram, the WebSocket chat, POST /api/chat) shares one per-person budget
+// (agents/rate-limit.ts) and one size limit, and its text is cleaned the same way. The conversation is
+// the agent's own: a client's chat request contributes only its newest user message, as text; the
+// history it carries, tool results, message rewrites and regenerations are never taken from it.
 import { MessageType, parseProtocolMessage } from "agents/chat";
 import { z } from "zod";
 import { LONE_SURROGATE } from "../db/clean-text";
 
-/** Longest message a person may send through any door. */
+/** Longest message a person may send through any channel. */
 export const MAX_MESSAGE_CHARS = 8000;
 
 export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";

@@ -37,7 +37,7 @@ const NAME_KEY = "__ps_name";
 
 const SSE = new TextEncoder();
 
-/** Storage key of an erased agent (account deleted): the only thing it keeps, so no door revives it. */
+/** Storage key of an erased agent (account deleted): the only thing it keeps, so no channel revives it. */
 const ERASED_KEY = "soma_erased_at";
 const ERASE_RESET_DELAY_MS = 1000;
 
@@ -121,7 +121,7 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   /**
-   * One chat turn for an API client, in the same conversation and turn queue as every other door,
+   * One chat turn for an API client, in the same conversation and turn queue as every other channel,
    * streamed as the AI SDK UI message stream (server-sent events) while it runs.
    */
   async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" } | { status: "erased" }> {
@@ -163,7 +163,7 @@ export class UserAgent extends AIChatAgent<Env> {
 
   /**
    * Account deletion: the conversation, inbox, schedules and every other stored byte go, and the
-   * object resets. One marker stays, so that no door brings the person's agent back with a message's
+   * object resets. One marker stays, so that no channel brings the person's agent back with a message's
    * text (a webhook redelivery, a sender another isolate still has cached): it refuses every input.
    */
   async eraseAll(): Promise<void> {

@@ -7,7 +7,7 @@ const DEFAULT_RETRY_WINDOW_SECONDS = 30 * 60;
 
 const optional = z.string().trim().min(1).optional();
 
-/** Secrets a production deployment cannot serve its surfaces without. The rest are optional sinks. */
+/** Secrets a production deployment cannot serve its channels without. The rest are optional sinks. */
 const REQUIRED_IN_PRODUCTION = [
   "APP_BASE_URL",
   "SESSION_SECRET",

@@ -17,7 +17,8 @@ import { loadProfile } from "./profile";
 import type { Embedder } from "../integrations/model/embeddings";
 import { systemPrompt } from "./system-prompt";
 import { createTelemetry } from "../../platform/telemetry/sinks";
-import type { Surface, Tracer } from "../../platform/telemetry/tracer";
+import type { Channel } from "../../platform/channel";
+import type { Tracer } from "../../platform/telemetry/tracer";
 import type { MemoryActivity } from "./tools/context";
 import { turnTools } from "./tools/index";
 import { textOf, type MessageSource } from "../transcript";
@@ -70,18 +71,18 @@ export function turnStream(turn: Turn) {
   const inboxTurn = last ? isTelegramMessageId(last.id) : false;
   const window = messages.slice(-MODEL_WINDOW);
 
-  const surface: Surface = source.kind === "telegram" ? "telegram" : "web";
+  const channel: Channel = source.kind === "telegram" ? "telegram" : "web";
   const { tracer } = turn;
   const started = Date.now();
   const telemetry = createTelemetry(config);
   // Telegram messages are counted at the webhook (commands included); web ones arrive here.
-  if (surface === "web") telemetry.capture({ event: "message_received", userId: userId, properties: { surface } });
+  if (channel === "web") telemetry.capture({ event: "message_received", userId: userId, properties: { channel } });
   let toolCalls = 0;
   const onActivity = (activity: MemoryActivity) => {
     if (activity.kind === "captured") telemetry.capture({ event: "memory_captured", userId: userId, properties: { type: activity.type, created: activity.created } });
     if (activity.kind === "recalled") telemetry.capture({ event: "memory_recalled", userId: userId, properties: { results: activity.results, typed: activity.typed } });
   };
-  const trace = tracer.startTurn({ userId: userId, surface, input: last ? textOf(last) : "", messageId: source.externalId });
+  const trace = tracer.startTurn({ userId: userId, channel, input: last ? textOf(last) : "", messageId: source.externalId });
 
   const listener = turn.listener(source.externalId);
 
@@ -163,13 +164,13 @@ export function turnStream(turn: Turn) {
       }
       emit({ type: "finish" });
       trace.end({ output, failed });
-      telemetry.log({ kind: "turn", userId: userId, surface, durationMs: Date.now() - started, failed, tools: toolCalls });
+      telemetry.log({ kind: "turn", userId: userId, channel, durationMs: Date.now() - started, failed, tools: toolCalls });
       turn.waitUntil(telemetry.flush());
       // Background work on what the person said (fact-extract); never holds up or fails the turn.
       const input = last ? textOf(last) : "";
       if (input && !(failed && inboxTurn)) {
         const event = turnCompleted.create(
-          { userId: userId, surface, source: { kind: source.kind, externalId: source.externalId }, text: input },
+          { userId: userId, channel, source: { kind: source.kind, externalId: source.externalId }, text: input },
           { id: `turn-${userId}-${source.externalId}` },
         );
         turn.waitUntil(emitEvents(config, event, { agent: userId }));

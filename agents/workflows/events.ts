@@ -4,19 +4,31 @@
 // with the same id within 24 h, and the functions are idempotent on top of that.
 import { eventType } from "inngest";
 import { z } from "zod";
+import { CHANNELS, type Channel } from "../../platform/channel";
 
 const userId = z.uuid();
 
-/** A chat turn finished (any door): fact-extract reads what the person said. */
+/**
+ * A chat turn finished (any channel): fact-extract reads what the person said. Its channel was once
+ * called `surface`: an event sent before the rename (still queued, or retried) carries that instead,
+ * and is accepted as well; channelOf reads either.
+ */
 export const turnCompleted = eventType("conversation/turn.completed", {
-  schema: z.object({
-    userId,
-    surface: z.enum(["telegram", "web"]),
-    /** The message's provenance key (sources.kind / sources.external_id). */
-    source: z.object({ kind: z.string(), externalId: z.string() }),
-    text: z.string().max(20_000),
-  }),
+  schema: z.intersection(
+    z.object({
+      userId,
+      /** The message's provenance key (sources.kind / sources.external_id). */
+      source: z.object({ kind: z.string(), externalId: z.string() }),
+      text: z.string().max(20_000),
+    }),
+    z.union([z.object({ channel: z.enum(CHANNELS) }), z.object({ surface: z.enum(CHANNELS) })]),
+  ),
 });
+
+/** The channel a turn-completed event names, under either name. */
+export function channelOf(event: TurnCompleted): Channel {
+  return "channel" in event ? event.channel : event.surface;
+}
 
 /** Gmail told us (through Pub/Sub) that a connected mailbox changed. */
 export const mailNotificationReceived = eventType("mail/notification.received", {

@@ -1,17 +1,18 @@
 // The product and log sinks, each optional (no key → a no-op, never a crash), batched in memory and
 // sent by flush(), which callers hand to waitUntil so nothing waits on a sink:
 //   PostHog  server-side product events (EU host by default): distinct id = the person's users.id,
-//            properties limited to a few safe fields (surface, type, method, count).
+//            properties limited to a few safe fields (channel, type, method, count).
 //   Axiom    structured JSON logs into AXIOM_DATASET (soma-logs): one line per request and per turn.
 // Payloads are built only from the fields below — never a message text, cookie or token — and
 // scrubbed of every configured secret value before they leave, as a second line of defence.
+import type { Channel } from "../channel";
 import type { Config } from "../config";
 import { describeError, logJson } from "../log";
 import { scrubSecrets } from "./scrub";
 
 export type ProductEvent =
   | { event: "user_signed_up"; userId: string; properties: { channel: "telegram" | "google" | "dev" } }
-  | { event: "message_received"; userId: string; properties: { surface: "telegram" | "web" } }
+  | { event: "message_received"; userId: string; properties: { channel: Channel } }
   | { event: "memory_captured"; userId: string; properties: { type: string; created: boolean } }
   | { event: "memory_recalled"; userId: string; properties: { results: number; typed: boolean } }
   | { event: "login"; userId: string; properties: { method: "link" | "telegram" | "google" | "dev" } };
@@ -24,7 +25,7 @@ export interface LogLine {
   method?: string;
   status?: number;
   durationMs: number;
-  surface?: "telegram" | "web";
+  channel?: Channel;
   failed?: boolean;
   tools?: number;
 }

@@ -1,15 +1,14 @@
 // Traces of agent turns in Langfuse: one trace per model turn with the person, the input, every tool
-// call and the output, tagged by door (Telegram: bot + message; web: web + chat). Without Langfuse
+// call and the output, tagged by channel (Telegram: bot + message; web: web + chat). Without Langfuse
 // keys the tracer is a no-op. Sending is batched and flushed with waitUntil, never on the reply's path.
 // Every input and output passes scrubSecrets first, as for the other sinks: a person may paste a
 // token or a sign-in link into a message, and tool and step outputs may echo one.
 import { Langfuse } from "langfuse";
+import type { Channel } from "../channel";
 import type { Config } from "../config";
 import { scrubSecrets } from "./scrub";
 
-export type Surface = "telegram" | "web";
-
-export const SURFACE_TAGS: Record<Surface, string[]> = {
+export const CHANNEL_TAGS: Record<Channel, string[]> = {
   telegram: ["bot", "message"],
   web: ["web", "chat"],
 };
@@ -25,7 +24,7 @@ export interface WorkflowTrace {
 }
 
 export interface Tracer {
-  startTurn(turn: { userId: string; surface: Surface; input: string; messageId: string }): TurnTrace;
+  startTurn(turn: { userId: string; channel: Channel; input: string; messageId: string }): TurnTrace;
   /** A workflow run (one Inngest function execution), tagged `workflow` and the function id. */
   startWorkflow(run: { functionId: string; runId: string; eventId: string | undefined; userId: string | undefined; input: unknown }): WorkflowTrace;
   flush(): Promise<void>;
@@ -46,13 +45,13 @@ export function createTracer(config: Config): Tracer {
   });
   const scrub = <T>(value: T): T => scrubSecrets(value, config);
   return {
-    startTurn({ userId, surface, input, messageId }) {
+    startTurn({ userId, channel, input, messageId }) {
       const trace = langfuse.trace({
-        name: surface === "telegram" ? "telegram-message" : "web-chat",
+        name: channel === "telegram" ? "telegram-message" : "web-chat",
         userId,
         sessionId: userId,
         input: scrub(input),
-        tags: SURFACE_TAGS[surface],
+        tags: CHANNEL_TAGS[channel],
         metadata: { messageId },
       });
       return {

@@ -202,7 +202,7 @@ describe("Inngest", () => {
   it("emitEvents to a hung Inngest returns false at its deadline, then skips the address at once", async () => {
     const hungAddress = new URL(env.HANGING_DATABASE_URL);
     const config = loadConfig({ ...env, INNGEST_BASE_URL: `http://${hungAddress.host}/` });
-    const event = () => turnCompleted.create({ userId: crypto.randomUUID(), surface: "web", source: { kind: "web", externalId: crypto.randomUUID() }, text: "hi" });
+    const event = () => turnCompleted.create({ userId: crypto.randomUUID(), channel: "web", source: { kind: "web", externalId: crypto.randomUUID() }, text: "hi" });
 
     const first = await timed(() => emitEvents(config, event(), { test: "deadlines" }, 400));
     expect(first.value).toBe(false);

@@ -58,7 +58,7 @@ describe("PostHog (product events)", () => {
     await waitForReplies(chatId, 1);
     const [row] = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
     const telegram = await productEvents(row!.id, 3);
-    expect(telegram.map((e) => [e.event, e.properties.channel ?? e.properties.surface ?? e.properties.type]).sort()).toEqual([
+    expect(telegram.map((e) => [e.event, e.properties.channel ?? e.properties.type]).sort()).toEqual([
       ["memory_captured", "book"],
       ["message_received", "telegram"],
       ["user_signed_up", "telegram"],
@@ -107,7 +107,7 @@ describe("Axiom (structured logs into soma-logs)", () => {
 
     await chatAs(cookie, "I visited Porto");
     const [turn] = await logLines((l) => l.kind === "turn" && l.userId === person.id);
-    expect(turn).toMatchObject({ kind: "turn", surface: "web", failed: false, tools: 1 });
+    expect(turn).toMatchObject({ kind: "turn", channel: "web", failed: false, tools: 1 });
     const request = (await received("axiom")).at(-1)!;
     expect(request.path).toBe("/v1/datasets/soma-logs/ingest");
     expect(request.authorization).toBe("Bearer xaat-test-axiom-token");

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../platform/config";
 import type { UserAgent } from "../../agents/user-agent";
 import { emitEvents } from "../../agents/workflows/client";
-import { turnCompleted } from "../../agents/workflows/events";
+import { channelOf, turnCompleted } from "../../agents/workflows/events";
 import { chatAs, eventually, newChatId, newPerson, sessionCookie } from "./helpers";
 import { scriptedModel } from "./scripted-model";
 
@@ -39,7 +39,7 @@ describe("conversation/turn.completed", () => {
     expect(more).toEqual([]);
     expect(event).toMatchObject({
       id: `turn-${person.id}-${chatId}:42`,
-      data: { userId: person.id, surface: "telegram", source: { kind: "telegram", externalId: `${chatId}:42` }, text: "I live in Lisbon. I read Dune." },
+      data: { userId: person.id, channel: "telegram", source: { kind: "telegram", externalId: `${chatId}:42` }, text: "I live in Lisbon. I read Dune." },
     });
   });
 
@@ -47,7 +47,7 @@ describe("conversation/turn.completed", () => {
     const person = await newPerson();
     await chatAs(await sessionCookie(person), "I work at Acme.");
     const [event] = await eventsOf("conversation/turn.completed", person.id, 1);
-    expect(event?.data).toMatchObject({ surface: "web", source: { kind: "web" }, text: "I work at Acme." });
+    expect(event?.data).toMatchObject({ channel: "web", source: { kind: "web" }, text: "I work at Acme." });
     expect(event?.id).toBe(`turn-${person.id}-${(event?.data.source as { externalId: string }).externalId}`);
   });
 
@@ -57,15 +57,32 @@ describe("conversation/turn.completed", () => {
     const started = Date.now();
     const sent = await emitEvents(
       config,
-      turnCompleted.create({ userId: person.id, surface: "web", source: { kind: "web", externalId: "x" }, text: "hi" }),
+      turnCompleted.create({ userId: person.id, channel: "web", source: { kind: "web", externalId: "x" }, text: "hi" }),
       { test: true },
     );
     expect(sent).toBe(false);
     expect(Date.now() - started).toBeLessThan(5_000);
     // After a failure the address is paused: the next event is dropped at once, without a retry.
     const again = Date.now();
-    expect(await emitEvents(config, turnCompleted.create({ userId: person.id, surface: "web", source: { kind: "web", externalId: "y" }, text: "hi" }), {})).toBe(false);
+    expect(await emitEvents(config, turnCompleted.create({ userId: person.id, channel: "web", source: { kind: "web", externalId: "y" }, text: "hi" }), {})).toBe(false);
     expect(Date.now() - again).toBeLessThan(50);
+  });
+
+  it("still accepts an event sent before `surface` was renamed `channel` (queued or retried), and reads its channel", async () => {
+    const turn = { userId: crypto.randomUUID(), source: { kind: "telegram", externalId: "7:42" }, text: "I live in Lisbon." };
+    // What the SDK checks an incoming event's data with before the function runs.
+    const check = (data: unknown) => turnCompleted.schema["~standard"].validate(data);
+    const inFlight = turnCompleted.create({ ...turn, surface: "telegram" });
+    await expect(inFlight.validate()).resolves.toBeUndefined();
+    expect((await check(inFlight.data)).issues).toBeUndefined();
+    expect(channelOf(inFlight.data)).toBe("telegram");
+    const current = turnCompleted.create({ ...turn, channel: "web" });
+    expect((await check(current.data)).issues).toBeUndefined();
+    expect(channelOf(current.data)).toBe("web");
+    // Neither name, or a channel that does not exist, is refused as before.
+    expect((await check(turn)).issues).toBeDefined();
+    expect((await check({ ...turn, surface: "email" })).issues).toBeDefined();
+    expect((await check({ ...turn, channel: "email" })).issues).toBeDefined();
   });
 });
 

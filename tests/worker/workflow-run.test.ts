@@ -51,7 +51,7 @@ describe("POST /api/workflows (a run driven like the engine drives it)", () => {
     const { output, requests, runId } = await drive("fact-extract", {
       name: "conversation/turn.completed",
       id: `turn-${person.id}-${externalId}`,
-      data: { userId: person.id, surface: "web", source: { kind: "web", externalId }, text: "I'm vegetarian. My sister is Maria." },
+      data: { userId: person.id, channel: "web", source: { kind: "web", externalId }, text: "I'm vegetarian. My sister is Maria." },
     });
     expect(output).toMatchObject({ facts: [{ statement: "Is vegetarian", outcome: "created" }, { statement: "Sister is Maria", outcome: "created" }] });
     const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select f.statement, s.external_id from facts f join sources s on s.id = f.source_id order by f.statement`))) as unknown as unknown[];

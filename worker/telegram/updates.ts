@@ -71,7 +71,7 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
       });
       if (status !== "erased") {
         if (person.created) telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
-        telemetry.capture({ event: "message_received", userId: person.id, properties: { surface: "telegram" } });
+        telemetry.capture({ event: "message_received", userId: person.id, properties: { channel: "telegram" } });
         return;
       }
       forgetSender(person.id);

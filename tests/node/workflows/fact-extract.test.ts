@@ -6,7 +6,7 @@ import { correctFact } from "../../../db/repositories/facts";
 import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
 function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
-  return { name: "conversation/turn.completed", id: `turn-${userId}-${messageId}`, data: { userId, surface: "telegram", source: { kind: "telegram", externalId: messageId }, text } } as const;
+  return { name: "conversation/turn.completed", id: `turn-${userId}-${messageId}`, data: { userId, channel: "telegram", source: { kind: "telegram", externalId: messageId }, text } } as const;
 }
 
 async function factsOf(userId: string) {

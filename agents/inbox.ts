@@ -323,14 +323,21 @@ export class Inbox {
     }
     const controller = new AbortController();
     this.#current = controller;
+    // In an outage already under way (an earlier attempt failed), the person hears of it at
+    // NOTICE_AFTER_MS even while this attempt hangs instead of failing: a database that stops answering
+    // holds an attempt for its whole deadline, which would otherwise hold the notice too.
+    const noticeDue = item.received_at + NOTICE_AFTER_MS - Date.now();
+    const noticeTimer = item.first_failed_at !== null && !item.noticed ? setTimeout(() => void this.#notice(item), Math.max(0, noticeDue)) : undefined;
     let reply: Reply;
     try {
       reply = ownReply(item, this.host.welcome) ?? (await this.host.answer(item, controller.signal));
     } catch (error) {
+      clearTimeout(noticeTimer);
       if (generation !== this.#generation) return;
       sql`update soma_inbox set in_attempt = 0 where id = ${item.id}`;
       return this.#failed({ ...item, attempts: item.attempts + 1 }, error);
     }
+    clearTimeout(noticeTimer);
     if (generation !== this.#generation) return;
     const [text, document] = typeof reply === "string" ? [reply, null] : [reply.caption, JSON.stringify(reply.document)];
     sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
@@ -380,17 +387,22 @@ export class Inbox {
     }
     let next = now + retryDelayMs(item.attempts);
     // The notice counts from when the person wrote: that is how long they have been waiting.
-    const notice = !item.noticed && now - item.received_at >= NOTICE_AFTER_MS;
-    if (!item.noticed && !notice) next = Math.min(next, item.received_at + NOTICE_AFTER_MS);
+    const noticeDue = now - item.received_at >= NOTICE_AFTER_MS;
+    const [{ noticed } = { noticed: 1 }] = sql<{ noticed: number }>`select noticed from soma_inbox where id = ${item.id}`;
+    if (!noticed && !noticeDue) next = Math.min(next, item.received_at + NOTICE_AFTER_MS);
     sql`update soma_inbox set failures = ${failures}, first_failed_at = ${firstFailedAt}, next_attempt_at = ${next},
-        noticed = ${item.noticed || notice ? 1 : 0}, last_error = ${message} where id = ${item.id}`;
+        last_error = ${message} where id = ${item.id}`;
     await this.host.wakeAt(next);
-    if (notice) {
-      // At most one notice per message, even if sending it fails (the Bot API may be what is down).
-      await this.host.send(item.chat_id, OUTAGE_NOTICE).catch((sendError: unknown) =>
-        this.host.log("warn", { inbox: item.id, notice: describeError(sendError) }),
-      );
-    }
+    if (noticeDue) await this.#notice(item);
+  }
+
+  /** The outage notice, at most once per message, even if sending it fails (the Bot API may be what is down). */
+  async #notice(item: InboxItem): Promise<void> {
+    const claimed = this.host.sql<{ id: string }>`update soma_inbox set noticed = 1 where id = ${item.id} and noticed = 0 returning id`;
+    if (claimed.length === 0) return;
+    await this.host.send(item.chat_id, OUTAGE_NOTICE).catch((sendError: unknown) =>
+      this.host.log("warn", { inbox: item.id, notice: describeError(sendError) }),
+    );
   }
 
   /** Gives up on answering: the apology is the reply, and the item keeps its error. */

@@ -1,10 +1,24 @@
 // A postgres.js socket over `cloudflare:sockets` for code running in workerd.
 // postgres.js's own Workers polyfill leaves the connection's `writer.ready` promise without a
 // rejection handler, so an unreachable database surfaces as an unhandled rejection on top of the
-// query error (it fails vitest runs and pollutes production logs). This socket awaits `opened` first,
-// so a refused connection is one ordinary, handled error, and it forwards everything else unchanged.
-// postgres.js starts its connect_timeout only once the socket factory has returned, so the wait for
-// `opened` (a black-holed address never answers the TCP handshake) is bounded here, by the same value.
+// query error (it fails vitest runs and pollutes production logs). This socket takes the writer only
+// once `opened` has resolved, so a refused connection is one ordinary, handled error, and it forwards
+// everything else unchanged.
+//
+// A connection that could not be made is reported on the socket, as a Node socket does: 'error', then
+// 'close'. The factory returns at once and never rejects, because postgres.js (3.4.x, createSocket)
+// answers a rejected `socket` factory with error(e) and nothing more: no 'close' follows, so that
+// connection stays in the pool's `connecting` queue for good. Each refusal then cost the pool one of
+// its `max` slots, and once all were gone the next query waited for a connection that never came,
+// until the transaction deadline. Since wrangler 4.164 (miniflare 5) local Hyperdrive is workerd's own,
+// and with Postgres down it rejects `opened` ("connection attempt failed") where miniflare 4's Node
+// proxy accepted the connection first, so an agent's pool was dead after five refusals. Returning at
+// once also lets postgres.js's connect_timeout, which starts when the factory returns and ends at the
+// server's first ReadyForQuery, bound the whole attempt: TCP handshake, startup and authentication.
+//
+// A peer that accepts and then closes before the server has said anything (a proxy or load balancer
+// with no database behind it) is a failed connection too. Reported as a plain close, postgres.js
+// reconnects at once, again and again (thousands of times a second), until the transaction deadline.
 import { Buffer } from "node:buffer";
 import { EventEmitter } from "node:events";
 import { Database, type DatabaseOptions } from "./database";
@@ -12,8 +26,14 @@ import { Database, type DatabaseOptions } from "./database";
 interface PostgresSocketOptions {
   host: string[];
   port: number[];
-  /** postgres.js passes its whole options object; connect_timeout is in seconds. */
-  connect_timeout?: number;
+}
+
+interface RawSocket {
+  opened: Promise<unknown>;
+  closed: Promise<unknown>;
+  readable: ReadableStream<Uint8Array>;
+  writable: WritableStream<Uint8Array>;
+  close(): Promise<void>;
 }
 
 /** postgres.js `socket` option: opens a plain TCP connection to the first host. */
@@ -21,75 +41,95 @@ export async function openWorkerdSocket(options: PostgresSocketOptions): Promise
   const { connect } = await import("cloudflare:sockets");
   const host = options.host[0] ?? "localhost";
   const port = options.port[0] ?? 5432;
-  const raw = connect(`${host}:${port}`);
-  await opened(raw, host, port, options.connect_timeout); // rejects here, handled by postgres.js, when nothing listens
-  const writer = raw.writable.getWriter();
-  const reader = raw.readable.getReader();
+  let raw: RawSocket | undefined;
+  let writer: WritableStreamDefaultWriter<Uint8Array> | undefined;
+  /** Whether the server has sent anything, and whether this side asked for the close. */
+  let answered = false;
+  let shutHere = false;
   const socket = Object.assign(new EventEmitter(), {
     readyState: "open" as "open" | "closed",
     host,
     port,
     write(data: Uint8Array, callback?: () => void) {
-      writer.write(data).then(() => callback?.(), fail);
+      if (socket.readyState === "closed") return false;
+      // Before the handshake, writes wait for it, in order (postgres.js sends its StartupMessage at once).
+      void ready.then(() => writer?.write(data)).then(() => callback?.(), (error: unknown) => fail(error));
       return true;
     },
     end(data?: Uint8Array) {
-      if (data) socket.write(data, () => void raw.close().catch(() => {}));
-      else void raw.close().catch(() => {});
+      if (data && socket.readyState === "open") socket.write(data, shut);
+      else shut();
     },
+    /** Closes the connection and reports 'close' without waiting for workerd (postgres.js destroys on its connect timeout). */
     destroy() {
-      socket.end();
+      shut();
+      close();
     },
     pause() {},
     resume() {},
     setKeepAlive() {},
   });
-  function fail(error: unknown) {
+  function shut() {
+    shutHere = true;
+    void raw?.close().catch(() => {});
+  }
+  function fail(error: unknown, deferred = false) {
     if (socket.readyState === "closed") return;
-    socket.emit("error", error);
+    // postgres.js adds its listeners once the factory's promise has resolved: an error before that (a
+    // synchronous refusal) waits one turn for them rather than throwing from an unheard emit.
+    if (socket.listenerCount("error") === 0 && !deferred) {
+      setTimeout(() => fail(error, true), 0);
+      return;
+    }
+    shut();
+    if (socket.listenerCount("error") > 0) socket.emit("error", error);
     close();
+  }
+  /** The other side closed: a failed connection if the server never said anything, else an ordinary close. */
+  function ended() {
+    if (!answered && !shutHere) fail(connectionError("CONNECTION_CLOSED", host, port));
+    else close();
   }
   function close() {
     if (socket.readyState === "closed") return;
     socket.readyState = "closed";
+    // No `hadError` argument: postgres.js would grow its reconnect backoff on each failed connection
+    // (up to 20 s), holding later attempts past connect_timeout; retrying is the callers' policy.
     socket.emit("close");
   }
-  raw.closed.then(close, fail);
-  void (async () => {
+  let ready: Promise<void>;
+  try {
+    const opening = connect(`${host}:${port}`) as RawSocket;
+    raw = opening;
+    ready = opening.opened.then(() => {
+      writer = opening.writable.getWriter();
+    });
+  } catch (error) {
+    ready = Promise.reject(error);
+  }
+  void ready.then(() => read(raw!), (error: unknown) => fail(error));
+  void raw?.closed.then(ended, (error: unknown) => fail(error));
+
+  async function read(connection: RawSocket) {
+    const reader = connection.readable.getReader();
     try {
       for (;;) {
         const { done, value } = await reader.read();
         if (done) break;
+        answered = true;
         socket.emit("data", Buffer.from(value));
       }
-      close();
+      ended();
     } catch (error) {
       fail(error);
     }
-  })();
+  }
   return socket;
 }
 
-/** Waits for the TCP handshake, at most `timeoutSeconds`; on expiry the socket is closed and the wait fails. */
-async function opened(raw: { opened: Promise<unknown>; close(): Promise<void> }, host: string, port: number, timeoutSeconds: number | undefined): Promise<void> {
-  if (!timeoutSeconds) {
-    await raw.opened;
-    return;
-  }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      void raw.close().catch(() => {});
-      // The shape of postgres.js's own connect timeout error, so callers recognise one kind.
-      reject(Object.assign(new Error(`write CONNECT_TIMEOUT ${host}:${port}`), { code: "CONNECT_TIMEOUT", errno: "CONNECT_TIMEOUT", address: host, port }));
-    }, timeoutSeconds * 1000);
-  });
-  try {
-    await Promise.race([raw.opened, expired]);
-  } finally {
-    clearTimeout(timer);
-    raw.opened.catch(() => {}); // a late refusal after the deadline is already reported
-  }
+/** An error in the shape of postgres.js's own connection errors (code, errno, address, port), so callers recognise one kind. */
+function connectionError(code: string, host: string, port: number): Error {
+  return Object.assign(new Error(`write ${code} ${host}:${port}`), { code, errno: code, address: host, port });
 }
 
 /** A Database for code running in workerd (the Worker and its Durable Objects); `options` override the defaults. */

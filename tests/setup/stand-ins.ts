@@ -14,7 +14,8 @@
 // a target ("chat" for chat completions, "embeddings", "google-revoke", or a Bot API method) whose body contains
 // `match` (e.g. a chat id or a model name, so that suites running at the same time never hold each
 // other's requests) without an answer until POST /__release {target, match}: then each is answered as
-// usual, unless its client gave up meanwhile (a call that timed out never happened, and is not recorded).
+// usual, unless its client gave up meanwhile (a call that timed out never happened, and is not recorded;
+// the release answers once each held client is seen gone or has stayed for RELEASE_GRACE_MS).
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { json, readBody } from "./http";
 import { workflowStandIns } from "./workflow-stand-ins";
@@ -34,6 +35,9 @@ interface InjectedFailure {
   errorCode: number;
   retryAfter?: number;
 }
+
+/** How long a released request's client may take to be seen gone before it counts as still waiting. */
+const RELEASE_GRACE_MS = 500;
 
 export interface StandIns {
   url: string;
@@ -56,14 +60,39 @@ export async function startStandIns(): Promise<StandIns> {
   /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
   const telemetry: Array<{ sink: "posthog" | "axiom" | "sentry"; path: string; authorization: string | null; query: string; body: string }> = [];
 
-  /** Hangs by target and body match, each with the releases of the requests waiting on it. */
-  const hung = new Map<string, { target: string; match: string; waiting: Array<() => void> }>();
-  /** Resolves at once, or on release for a hung request; false when the client gave up meanwhile (the call never happened). */
+  /** Hangs by target and body match, each with the releases of the requests waiting on it (each settles once decided). */
+  const hung = new Map<string, { target: string; match: string; waiting: Array<() => Promise<void>> }>();
+  /**
+   * Resolves at once, or on release for a hung request; false when the client gave up meanwhile (the
+   * call never happened). A client that gives up (an aborted fetch) closes its connection asynchronously:
+   * workerd tears the socket down after the abort, so a test that releases right after its call failed
+   * can reach the stand-in before that close does (seen: 1–2 ms after the release). So a release decides
+   * only once the connection is seen closed, or after RELEASE_GRACE_MS with it still open (a client
+   * still waiting, answered then), and POST /__release answers after every decision.
+   */
   const holdIfHung = async (target: string, body: string, res: ServerResponse): Promise<boolean> => {
     const hang = [...hung.values()].find((h) => h.target === target && body.includes(h.match));
     if (!hang) return true;
-    await new Promise<void>((resolve) => hang.waiting.push(resolve));
-    return !(res.socket?.destroyed ?? true);
+    let closed = false;
+    const gone = () => closed || (res.socket?.destroyed ?? true) || (res.socket?.readableEnded ?? true);
+    const closing = new Promise<void>((resolve) =>
+      res.once("close", () => {
+        closed = true;
+        resolve();
+      }),
+    );
+    return new Promise<boolean>((decide) =>
+      hang.waiting.push(async () => {
+        if (!gone()) {
+          let timer: ReturnType<typeof setTimeout> | undefined;
+          await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, RELEASE_GRACE_MS)))]);
+          clearTimeout(timer);
+          // A timer can fire before the poll phase reads a close that arrived meanwhile (a busy loop).
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        decide(!gone());
+      }),
+    );
   };
 
   const server: Server = createServer(async (req, res) => {
@@ -75,8 +104,9 @@ export async function startStandIns(): Promise<StandIns> {
         const key = JSON.stringify([target, match]);
         if (url.pathname === "/__hang") hung.set(key, hung.get(key) ?? { target, match, waiting: [] });
         else {
-          for (const release of hung.get(key)?.waiting ?? []) release();
+          const waiting = hung.get(key)?.waiting ?? [];
           hung.delete(key);
+          await Promise.all(waiting.map((release) => release()));
         }
         return json(res, 200, { ok: true });
       }

@@ -21,7 +21,8 @@ import { ExportedConversation, type ExportMessage } from "../db/export-format";
 import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
-import { deadLetterOf, Inbox, isTelegramMessageId, sourceOf, STUCK_AFTER_MS, telegramItem, type DocumentReply, type InboxItem, type Reply } from "./inbox";
+import { deadLetterOf, Inbox, isTelegramMessageId, sourceOf, STUCK_AFTER_MS, telegramItem } from "./inbox";
+import type { DocumentReply, InboxItem, Reply } from "./inbox";
 import { exportFile } from "./commands/export";
 import { APOLOGY, type TelegramInput } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame } from "./channels";
@@ -113,7 +114,10 @@ export class UserAgent extends AIChatAgent<Env> {
     const rates = this.#rateLimiter();
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
-    const kind = inbox.store(item, () => (rates.allow("telegram", "chat") ? "message" : rates.allow("telegram-notice") ? "notice" : "dropped"));
+    const kind = inbox.store(item, () => {
+      if (rates.allow("telegram", "chat")) return "message";
+      return rates.allow("telegram-notice") ? "notice" : "dropped";
+    });
     if (kind === null) return { status: "duplicate" };
     if (kind === "dropped") return { status: "rate_limited" };
     await inbox.watchdog();

@@ -33,7 +33,11 @@ export type MemoryActivity =
  * The refusal when this call would act on an email's say-so (see untrusted-memory.ts), else null.
  * `targets` gives the names of what the call acts on; it is asked only when email text is in view.
  */
-export async function emailRefusal(tool: GuardedTool, messages: ModelMessage[], targets: () => string[] | Promise<string[]>): Promise<string | null> {
+export async function emailRefusal(
+  tool: GuardedTool,
+  messages: ModelMessage[],
+  targets: () => string[] | Promise<string[]>,
+): Promise<string | null> {
   if (!showsEmailText(messages)) return null;
   return refusalFor(tool, await targets(), messages);
 }

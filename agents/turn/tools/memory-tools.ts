@@ -24,7 +24,9 @@ import { dateOrTime, recallWindow, startOf } from "./memory-time";
 import { embedOne } from "../../integrations/model/embeddings";
 import { fenceEmailDerived, type GuardedTool } from "./untrusted-memory";
 
-const entityType = EntityType.describe("Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …");
+const entityType = EntityType.describe(
+  "Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …",
+);
 const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
 const entityId = z.uuid().describe("id of an entity from memory_recall or memory_capture");
 
@@ -32,7 +34,9 @@ export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
   // Names the call acts on: the model's own words, or the stored names of the entities it names by id.
   const refusal = (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) =>
-    emailRefusal(name, messages, () => (Array.isArray(targets) ? targets : db.withUser(userId, (tx) => entityNames(tx, targets.entityIds))));
+    emailRefusal(name, messages, () =>
+      Array.isArray(targets) ? targets : db.withUser(userId, (tx) => entityNames(tx, targets.entityIds)),
+    );
 
   return {
     memory_capture: tool({

@@ -13,11 +13,11 @@ export const MAX_MESSAGE_CHARS = 8000;
 export const RATE_NOTICE = "You're writing faster than I can think. Give me a minute, then send it again.";
 export const TOO_LONG = `That message is longer than ${MAX_MESSAGE_CHARS.toLocaleString("en-US")} characters; please send it in shorter parts.`;
 export const NO_REGENERATE = "I can't redo an answer; send your message again instead.";
-export const EMPTY_MESSAGE = "That message had no text for me to read.";
+const EMPTY_MESSAGE = "That message had no text for me to read.";
 
 // C0 controls other than tab, line feed and carriage return: Postgres text refuses NUL, and none of
 // them carries meaning in a chat message.
-// eslint-disable-next-line no-control-regex
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching these characters is the point
 const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/g;
 
 /** Text any store and any model accepts: no NUL or other control characters, no half of a surrogate

@@ -9,24 +9,12 @@
 //   agent died every time it ran it).
 // `npm run inbox:dead` lists them (GET /api/ops/dead-letters).
 import { DurableObject } from "cloudflare:workers";
+import type { DeadLetter } from "./inbox-policy";
 
 /** Failed deliveries of one update (not outages) before it is dead-lettered and acknowledged. */
 export const MAX_STORE_ATTEMPTS = 3;
 /** How long failed-store counters and dead letters are kept. */
 const RETENTION_MS = 30 * 24 * 3600 * 1000;
-
-export interface DeadLetter {
-  key: string;
-  origin: "webhook" | "inbox";
-  personId: string | null;
-  updateId: number | null;
-  chatId: number | null;
-  text: string;
-  error: string;
-  attempts: number;
-  firstAt: number;
-  lastAt: number;
-}
 
 interface Row {
   key: string;

@@ -34,3 +34,17 @@ export const TelegramInput = z.object({
 export type TelegramInput = z.input<typeof TelegramInput>;
 
 export const TEXT_ONLY = "I can only read text messages for now.";
+
+/** What is kept of an update that could not be stored or a message set aside (agents/dead-letters.ts keeps them). */
+export interface DeadLetter {
+  key: string;
+  origin: "webhook" | "inbox";
+  personId: string | null;
+  updateId: number | null;
+  chatId: number | null;
+  text: string;
+  error: string;
+  attempts: number;
+  firstAt: number;
+  lastAt: number;
+}

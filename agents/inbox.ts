@@ -15,11 +15,10 @@
 // - The agent stops while a reply is being sent: it is not sent again (at most once for that window:
 //   a reply may already have reached Telegram, and a second copy is worse than asking again).
 import type { SourceRef } from "../db/repositories/memory";
-import { type FailureKind } from "../platform/faults";
+import type { FailureKind } from "../platform/faults";
 import { describeError } from "../platform/log";
 import { cleanText, MAX_MESSAGE_CHARS, RATE_NOTICE, TOO_LONG } from "./channels";
-import type { DeadLetter } from "./dead-letters";
-import { APOLOGY, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs, TelegramInput, TEXT_ONLY } from "./inbox-policy";
+import { APOLOGY, type DeadLetter, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs, TelegramInput, TEXT_ONLY } from "./inbox-policy";
 import type { ObjectSql } from "./object-sql";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
@@ -42,7 +41,7 @@ function updateIdOf(itemId: string): number | null {
 /** How long processed ids are kept for dedupe (Telegram redelivers for up to a day). */
 const DEDUPE_RETENTION_MS = 7 * 24 * 3600 * 1000;
 /** The watchdog alarm is never further away than this while anything is pending. */
-export const WATCHDOG_MS = 10_000;
+const WATCHDOG_MS = 10_000;
 /** An attempt that has shown no progress for this long is stuck (every call in it has a shorter deadline). */
 export const STUCK_AFTER_MS = 120_000;
 /** Attempts that began and never ended (the agent died each time) before the item is set aside. */

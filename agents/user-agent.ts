@@ -262,7 +262,7 @@ export class UserAgent extends AIChatAgent<Env> {
       model: this.modelOverride ?? createChatModel(config, this.env),
       embedder: createEmbedder(config, this.env),
       db: this.#db(),
-      tracer: (this.#tracer ??= createTracer(config)),
+      tracer: this.#tracerFor(config),
       budgetMs: this.turnBudgetMs,
       abortSignal: options?.abortSignal,
       listener: (externalId) => this.#listeners.get(externalId),
@@ -311,8 +311,14 @@ export class UserAgent extends AIChatAgent<Env> {
     return command ?? this.#turnReply(item, signal);
   }
 
+  /** The agent's tracer, made once. */
+  #tracerFor(config: Config): Tracer {
+    this.#tracer ??= createTracer(config);
+    return this.#tracer;
+  }
+
   /** A command's document, rendered as it is sent: /export's file holds the memory as it is now. */
-  async #sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void> {
+  async #sendDocument(chatId: number, _document: DocumentReply, caption: string): Promise<void> {
     const file = await exportFile(this.#db(), this.userId, await this.#conversation());
     await this.#sender().sendDocument(chatId, { name: file.name, bytes: file.bytes }, caption);
   }

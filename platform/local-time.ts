@@ -71,7 +71,7 @@ function formatterFor(zone: string): Intl.DateTimeFormat {
 }
 
 /** Whether `zone` is an IANA zone name this runtime knows. */
-export function isTimeZone(zone: string): boolean {
+function isTimeZone(zone: string): boolean {
   if (!ZONE_NAME.test(zone)) return false;
   try {
     formatterFor(zone);
@@ -128,7 +128,7 @@ export function resolveTimeZone(input: string): string | null {
   return null;
 }
 
-export interface WallTime {
+interface WallTime {
   year: number;
   month: number;
   day: number;
@@ -142,7 +142,7 @@ export interface WallTime {
 const WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 /** What a clock in `zone` shows at `instant`. */
-export function wallTime(instant: Date, zone: string): WallTime {
+function wallTime(instant: Date, zone: string): WallTime {
   const parts = Object.fromEntries(formatterFor(zone).formatToParts(instant).map((p) => [p.type, p.value]));
   return {
     year: Number(parts.year),

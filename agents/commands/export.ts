@@ -5,7 +5,7 @@ import type { ExportMessage, SomaExportV1 } from "../../db/export-format";
 import { exportMemory } from "../../db/repositories/export";
 import type { Reply } from "../inbox";
 
-export const EXPORT_CAPTION = "Everything I keep of you, as one JSON file (docs/export.md). Import it into another Soma account on the web.";
+const EXPORT_CAPTION = "Everything I keep of you, as one JSON file (docs/export.md). Import it into another Soma account on the web.";
 
 /** The reply to /export: the file, rendered when it is sent (agents/inbox.ts keeps replies small). */
 export function exportCommand(): Reply {

@@ -10,7 +10,7 @@ export async function forgetCommand(db: Database, userId: string, argument: stri
   if (!argument) return "Tell me what to forget, e.g. /forget Dune";
   const forgotten = await db.withUser(userId, async (tx) => {
     const [best] = await recallMemory(tx, userId, { query: argument, limit: 1, embedding: null });
-    if (!best || !best.matchedBy.some((m) => m === "fulltext" || m === "trigram")) return null;
+    if (!best?.matchedBy.some((m) => m === "fulltext" || m === "trigram")) return null;
     if (best.kind === "fact") return (await deleteFact(tx, best.fact.id)) ? `${best.fact.statement} (a fact about you)` : null;
     return (await archiveEntity(tx, best.entity.id)) ? `${best.entity.name} (${best.entity.type})` : null;
   });

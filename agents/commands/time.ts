@@ -9,7 +9,7 @@ import { personZone, setTimezone } from "../../db/repositories/people";
 import { cancelReminder, LISTED_LIMIT, rememberShownList, shownList, upcomingReminders, type ReminderItem } from "../../db/repositories/reminders";
 import { formatLocal, resolveTimeZone } from "../../platform/local-time";
 
-export const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
+const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
 
 /** Longest reminder text a list line shows. */
 const LINE_TEXT = 120;

@@ -17,7 +17,7 @@ import { describeError, logJson } from "../../platform/log";
 import { POSTHOG_EU_HOST } from "../../platform/telemetry/sinks";
 
 /** The whole erasure's deadline: inside the ~30 s a Worker's waitUntil may run after the response. */
-export const ERASURE_DEADLINE_MS = 20_000;
+const ERASURE_DEADLINE_MS = 20_000;
 /** One outside request's deadline. */
 const CALL_DEADLINE_MS = 5_000;
 /** Langfuse trace ids listed per page, and pages at most (a person with more is logged as partial). */
@@ -25,7 +25,7 @@ const LANGFUSE_PAGE = 100;
 const LANGFUSE_MAX_PAGES = 20;
 
 /** What one service said: done, nothing to do, or why not. */
-export type ErasureOutcome = string;
+type ErasureOutcome = string;
 export interface ErasureReport {
   google: ErasureOutcome;
   langfuse: ErasureOutcome;

@@ -19,9 +19,9 @@ export const TELEGRAM_MESSAGE_LIMIT = 4096;
 const MAX_ATTEMPTS = 4;
 const MAX_RETRY_AFTER_SECONDS = 30;
 
-export const DEFAULT_TELEGRAM_TIMEOUT_SECONDS = 10;
-export const DEFAULT_SEND_DEADLINE_MS = 45_000;
-export const DEFAULT_TYPING_DEADLINE_MS = 5_000;
+const DEFAULT_TELEGRAM_TIMEOUT_SECONDS = 10;
+const DEFAULT_SEND_DEADLINE_MS = 45_000;
+const DEFAULT_TYPING_DEADLINE_MS = 5_000;
 
 type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 

@@ -21,7 +21,7 @@ type ProfileFact = { statement: string; category: string; confidence: number; ha
  * The fenced profile for `facts` (in the order given), within PROFILE_MAX_CHARS; null when there are
  * none. Since when a fact holds, where known, is a date on the person's clock (`zone`).
  */
-export function profileText(facts: ProfileFact[], zone = "UTC"): string | null {
+function profileText(facts: ProfileFact[], zone = "UTC"): string | null {
   const lines: string[] = [];
   let used = PROFILE_OPEN.length + PROFILE_CLOSE.length + 2;
   for (const fact of facts) {

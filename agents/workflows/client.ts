@@ -10,7 +10,7 @@ import { DeadlineError, withDeadline } from "../../platform/deadline";
 import type { Config } from "../../platform/config";
 import { describeError, logJson } from "../../platform/log";
 
-export const INNGEST_APP_ID = "soma";
+const INNGEST_APP_ID = "soma";
 
 export type InngestClient = Inngest<{ id: typeof INNGEST_APP_ID }>;
 

@@ -79,6 +79,6 @@ export function tracingMiddleware(tracer: Tracer): Middleware.Class {
 }
 
 /** "fact-extract" from a function whose full id is "soma-fact-extract". */
-export function functionIdOf(fn: { id(prefix?: string): string }): string {
+function functionIdOf(fn: { id(prefix?: string): string }): string {
   return fn.id().replace(/^soma-/, "");
 }

@@ -63,7 +63,3 @@ export const memoryImported = eventType("memory/imported", {
 });
 
 export type TurnCompleted = z.infer<typeof turnCompleted.schema>;
-export type MailNotification = z.infer<typeof mailNotificationReceived.schema>;
-export type ReminderCreated = z.infer<typeof reminderCreated.schema>;
-export type BriefRequested = z.infer<typeof briefRequested.schema>;
-export type MemoryImported = z.infer<typeof memoryImported.schema>;

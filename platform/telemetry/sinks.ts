@@ -10,14 +10,14 @@ import type { Config } from "../config";
 import { describeError, logJson } from "../log";
 import { scrubSecrets } from "./scrub";
 
-export type ProductEvent =
+type ProductEvent =
   | { event: "user_signed_up"; userId: string; properties: { channel: "telegram" | "google" | "dev" } }
   | { event: "message_received"; userId: string; properties: { channel: Channel } }
   | { event: "memory_captured"; userId: string; properties: { type: string; created: boolean } }
   | { event: "memory_recalled"; userId: string; properties: { results: number; typed: boolean } }
   | { event: "login"; userId: string; properties: { method: "link" | "telegram" | "google" | "dev" } };
 
-export interface LogLine {
+interface LogLine {
   kind: "request" | "turn";
   requestId?: string;
   userId?: string;
@@ -38,7 +38,7 @@ export interface Telemetry {
 }
 
 export const POSTHOG_EU_HOST = "https://eu.i.posthog.com";
-export const AXIOM_API = "https://api.axiom.co";
+const AXIOM_API = "https://api.axiom.co";
 
 export function createTelemetry(config: Config): Telemetry {
   const events: Array<Record<string, unknown>> = [];
@@ -84,4 +84,3 @@ async function post(sink: string, url: string, headers: Record<string, string>, 
   }
 }
 
-export const noopTelemetry: Telemetry = { capture() {}, log() {}, flush: async () => {} };

@@ -8,12 +8,12 @@ import type { Channel } from "../channel";
 import type { Config } from "../config";
 import { scrubSecrets } from "./scrub";
 
-export const CHANNEL_TAGS: Record<Channel, string[]> = {
+const CHANNEL_TAGS: Record<Channel, string[]> = {
   telegram: ["bot", "message"],
   web: ["web", "chat"],
 };
 
-export interface TurnTrace {
+interface TurnTrace {
   tool(name: string, input: unknown, output: unknown): void;
   end(result: { output: string; failed: boolean }): void;
 }
@@ -31,7 +31,7 @@ export interface Tracer {
 }
 
 const noopTrace: TurnTrace & WorkflowTrace = { tool() {}, step() {}, end() {} };
-export const noopTracer: Tracer = { startTurn: () => noopTrace, startWorkflow: () => noopTrace, flush: async () => {} };
+const noopTracer: Tracer = { startTurn: () => noopTrace, startWorkflow: () => noopTrace, flush: async () => {} };
 
 export function createTracer(config: Config): Tracer {
   if (!config.LANGFUSE_PUBLIC_KEY || !config.LANGFUSE_SECRET_KEY) return noopTracer;

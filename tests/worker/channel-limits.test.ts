@@ -58,11 +58,11 @@ describe("finding 2: the WebSocket door shares the per-person budget and the siz
   it("refuses a 100 kB message (and one of 8,001 characters) with a notice; nothing of it is stored", async () => {
     const person = await newPerson("size");
     const client = await openSocket(await sessionCookie(person));
-    for (const text of ["x".repeat(100_000), "I read " + "y".repeat(7_994)]) {
+    for (const text of ["x".repeat(100_000), `I read ${"y".repeat(7_994)}`]) {
       const id = client.send([said(text)]);
       expect(await client.end(id)).toMatchObject({ error: true, body: TOO_LONG });
     }
-    const fits = client.send([said("I read " + "z".repeat(7_993))]);
+    const fits = client.send([said(`I read ${"z".repeat(7_993)}`)]);
     expect(await client.end(fits)).not.toMatchObject({ error: true });
     client.socket.close();
     expect((await transcript(person.id)).filter((line) => / user: /.test(line))).toHaveLength(1);

@@ -15,7 +15,7 @@ import { readJson } from "../validation";
 
 const MAX_CHAT_BODY_BYTES = 64 * 1024;
 
-export const ChatRequest = z.object({
+const ChatRequest = z.object({
   message: z
     .string()
     .trim()

@@ -101,7 +101,7 @@ export const memories = new Hono<AppEnv>()
     const db = c.var.db;
     // Embedded outside the transaction (a model call); only used when the name or type really changed.
     const current = await db.withUser(userId, (tx) => memoryDetail(tx, userId, id));
-    if (!current || current.memory.status !== "active") throw new ApiError("not_found", "No such memory.");
+    if (current?.memory.status !== "active") throw new ApiError("not_found", "No such memory.");
     const type = edit.type ?? current.memory.type;
     const name = edit.name ?? current.memory.name;
     const renamed = type !== current.memory.type || name !== current.memory.name;

@@ -9,7 +9,7 @@ import { inbox, type InboxDeps } from "./updates";
 import { privateChatsOnly } from "./private-chats";
 
 /** The bot's identity from its token ("<bot id>:<secret>") and username. */
-export function botInfoFrom(token: string, username: string | undefined): UserFromGetMe {
+function botInfoFrom(token: string, username: string | undefined): UserFromGetMe {
   const id = Number(token.split(":")[0]);
   return {
     id: Number.isFinite(id) ? id : 0,

@@ -53,7 +53,6 @@ const MessageMetadata = z.object({
   payload: z.object({ headers: z.array(z.object({ name: z.string(), value: z.string() })).optional() }).optional(),
 });
 
-export type GmailHistoryPage = z.infer<typeof HistoryResponse>;
 export type GmailMessageMetadata = z.infer<typeof MessageMetadata>;
 
 export class GmailClient {
@@ -98,7 +97,7 @@ export class GmailClient {
 
   async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T>, body?: unknown, signal?: AbortSignal): Promise<T>;
   async #call(method: "GET" | "POST", path: string, schema: null, body?: unknown, signal?: AbortSignal): Promise<void>;
-  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T> | null, body?: unknown, signal?: AbortSignal): Promise<T | void> {
+  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T> | null, body?: unknown, signal?: AbortSignal): Promise<T | undefined> {
     for (let attempt = 0; ; attempt++) {
       const response = await fetch(`${this.#base}${path}`, {
         method,

@@ -7,7 +7,7 @@ import { EMBEDDING_DIMENSIONS } from "../../../db/schema";
 import type { Config } from "../../../platform/config";
 
 /** The longest one embed() call waits for Workers AI or an embeddings server (the body included). */
-export const EMBEDDING_DEADLINE_MS = 8_000;
+const EMBEDDING_DEADLINE_MS = 8_000;
 
 export interface Embedder {
   readonly name: string;

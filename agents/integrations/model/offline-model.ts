@@ -42,7 +42,7 @@ const PLURALS: Record<string, string> = {
 };
 
 /** What the last user message asks for. */
-export function parseIntent(text: string): Intent {
+function parseIntent(text: string): Intent {
   const clean = text.trim().replace(/\s+/g, " ");
   const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
   if (forget?.[1]) return { kind: "forget", name: stripQuotes(forget[1]) };

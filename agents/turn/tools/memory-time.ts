@@ -19,7 +19,7 @@ export function startOf(value: string, zone: string): Date {
 }
 
 /** The first instant after `value`: the next day's local midnight for a date, a millisecond later for a time. */
-export function endOf(value: string, zone: string): Date {
+function endOf(value: string, zone: string): Date {
   if (DATE.test(value)) {
     const next = new Date(Date.parse(`${value}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
     return localToInstant(`${next}T00:00`, zone);

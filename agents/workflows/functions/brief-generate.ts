@@ -30,7 +30,7 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
 }
 
 /** The brief's text, or null when there is nothing worth a message. */
-export function composeBrief(contents: BriefContents, person: { displayName: string; timezone: string }): string | null {
+function composeBrief(contents: BriefContents, person: { displayName: string; timezone: string }): string | null {
   if (contents.upcoming.length === 0 && contents.recent.length === 0 && contents.mail === 0) return null;
   const lines = [`Good morning${person.displayName ? `, ${person.displayName.split(" ")[0]}` : ""}! Here's your day.`];
   if (contents.upcoming.length > 0) {

@@ -5,7 +5,7 @@ import type { InngestClient } from "../client";
 import { chunks, type WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
 
-export const BRIEF_HOUR = 8;
+const BRIEF_HOUR = 8;
 
 export function morningBriefCron(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(

@@ -9,8 +9,8 @@ import { chunks, telegramOf, type WorkflowDeps } from "../deps";
 
 const WEEK_MS = 7 * 86_400_000;
 /** Sunday (ISO weekday 7), 18:xx on the person's clock. */
-export const REVIEW_WEEKDAY = 7;
-export const REVIEW_HOUR = 18;
+const REVIEW_WEEKDAY = 7;
+const REVIEW_HOUR = 18;
 /** People per step: a step stays well inside a request's time, the run inside Inngest's step limit. */
 const PEOPLE_PER_STEP = 25;
 
@@ -52,7 +52,7 @@ async function reviewOne(deps: WorkflowDeps, userId: string, localDate: string):
 }
 
 /** The review's text, or null for a week with nothing new. */
-export function composeReview(week: WeekContents): string | null {
+function composeReview(week: WeekContents): string | null {
   if (week.byType.length === 0 && week.facts.length === 0) return null;
   const lines = ["Your week in memory:"];
   for (const { type, names } of week.byType) lines.push(`• ${type}: ${names.join(", ")}`);

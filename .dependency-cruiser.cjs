@@ -42,7 +42,8 @@ module.exports = {
     },
     {
       name: "no-circular",
-      comment: "An import cycle (type-only imports count too): two modules that need each other belong together, or what they share belongs in a third.",
+      comment:
+        "An import cycle (type-only imports count too): two modules that need each other belong together, or what they share belongs in a third.",
       severity: "error",
       from: {},
       to: { circular: true },
@@ -60,7 +61,11 @@ module.exports = {
     exclude: { path: "(^|/)(node_modules|web/dist|docs/site)/" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.node.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"], extensions: [".ts", ".tsx", ".mts", ".js", ".mjs", ".cjs", ".json", ".d.ts"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"],
+      extensions: [".ts", ".tsx", ".mts", ".js", ".mjs", ".cjs", ".json", ".d.ts"],
+    },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

@@ -75,7 +75,11 @@ export function screenFrame(raw: string | ArrayBuffer, known: (id: string) => bo
 
 /** A chat request frame that runs one turn over `messages` (the agent's conversation and the new message). */
 export function chatRequest(requestId: string, messages: readonly unknown[]): string {
-  return JSON.stringify({ type: MessageType.CF_AGENT_USE_CHAT_REQUEST, id: requestId, init: { method: "POST", body: JSON.stringify({ messages }) } });
+  return JSON.stringify({
+    type: MessageType.CF_AGENT_USE_CHAT_REQUEST,
+    id: requestId,
+    init: { method: "POST", body: JSON.stringify({ messages }) },
+  });
 }
 
 /** The chat protocol's answer to a request that ends without a turn (refused: `error`, with the notice). */

@@ -34,7 +34,12 @@ export async function storedConversation(session: Session, times: () => Readonly
 }
 
 /** The file's messages this conversation does not have yet, as they are to be stored (see the file comment). */
-export function importableMessages(file: readonly Message[], present: ReadonlySet<string>, exportedAt: string, limit: number): Array<{ message: UIMessage; createdAt: number }> {
+export function importableMessages(
+  file: readonly Message[],
+  present: ReadonlySet<string>,
+  exportedAt: string,
+  limit: number,
+): Array<{ message: UIMessage; createdAt: number }> {
   const fallback = Date.parse(exportedAt);
   const incoming: Array<{ message: UIMessage; createdAt: number }> = [];
   for (const exported of file) {

@@ -62,7 +62,14 @@ export class DeadLetters extends DurableObject<Env> {
          on conflict (key) do update set attempts = attempts + 1, error = excluded.error, last_at = excluded.last_at,
            person_id = coalesce(excluded.person_id, person_id)
          returning *`,
-        entry.key, entry.personId, entry.updateId, entry.chatId, entry.text, entry.error, now, now,
+        entry.key,
+        entry.personId,
+        entry.updateId,
+        entry.chatId,
+        entry.text,
+        entry.error,
+        now,
+        now,
       )
       .one();
     const dead = row.dead === 1 || row.attempts >= MAX_STORE_ATTEMPTS;
@@ -77,7 +84,15 @@ export class DeadLetters extends DurableObject<Env> {
       `insert into letters (key, origin, person_id, update_id, chat_id, text, error, attempts, first_at, last_at, dead)
        values (?, 'inbox', ?, ?, ?, ?, ?, ?, ?, ?, 1)
        on conflict (key) do update set error = excluded.error, attempts = excluded.attempts, last_at = excluded.last_at, dead = 1`,
-      entry.key, entry.personId, entry.updateId, entry.chatId, entry.text, entry.error, entry.attempts, now, now,
+      entry.key,
+      entry.personId,
+      entry.updateId,
+      entry.chatId,
+      entry.text,
+      entry.error,
+      entry.attempts,
+      now,
+      now,
     );
   }
 

@@ -5,7 +5,17 @@ import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
 import { startOf } from "./turn/tools/memory-time";
 
-export const FACT_CATEGORIES = ["personal", "location", "work", "relationship", "preference", "health", "habit", "goal", "general"] as const;
+export const FACT_CATEGORIES = [
+  "personal",
+  "location",
+  "work",
+  "relationship",
+  "preference",
+  "health",
+  "habit",
+  "goal",
+  "general",
+] as const;
 
 export const ExtractedFact = z.object({
   statement: z.string().trim().min(3).max(300).describe('The claim in the third person without a subject pronoun, e.g. "Lives in Berlin"'),
@@ -14,13 +24,17 @@ export const ExtractedFact = z.object({
     .string()
     .trim()
     .max(80)
-    .describe('What the claim is about, so that a later claim on the same subject replaces it: "home city", "employer", "diet", "sister\'s name". Include the value for things a person has many of: "likes: jazz".'),
+    .describe(
+      'What the claim is about, so that a later claim on the same subject replaces it: "home city", "employer", "diet", "sister\'s name". Include the value for things a person has many of: "likes: jazz".',
+    ),
   confidence: z.number().min(0).max(1).describe("How sure the person sounded: 1 for a plain statement, lower for hedged ones"),
   since: z
     .string()
     .regex(/^\d{4}(-\d{2}(-\d{2})?)?$/)
     .nullish()
-    .describe('Since when it holds, only where the person said so: a year "2019", a month "2019-03" or a day "2019-03-14" ("last year" counts back from today\'s date); otherwise null'),
+    .describe(
+      'Since when it holds, only where the person said so: a year "2019", a month "2019-03" or a day "2019-03-14" ("last year" counts back from today\'s date); otherwise null',
+    ),
 });
 export type ExtractedFact = z.infer<typeof ExtractedFact>;
 

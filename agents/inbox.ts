@@ -18,7 +18,16 @@ import type { SourceRef } from "../db/repositories/memory";
 import type { FailureKind } from "../platform/faults";
 import { describeError } from "../platform/log";
 import { cleanText, MAX_MESSAGE_CHARS, RATE_NOTICE, TOO_LONG } from "./channels";
-import { APOLOGY, type DeadLetter, MAX_PERMANENT_ATTEMPTS, NOTICE_AFTER_MS, OUTAGE_NOTICE, retryDelayMs, TelegramInput, TEXT_ONLY } from "./inbox-policy";
+import {
+  APOLOGY,
+  type DeadLetter,
+  MAX_PERMANENT_ATTEMPTS,
+  NOTICE_AFTER_MS,
+  OUTAGE_NOTICE,
+  retryDelayMs,
+  TelegramInput,
+  TEXT_ONLY,
+} from "./inbox-policy";
 import type { ObjectSql } from "./object-sql";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
@@ -278,7 +287,11 @@ export class Inbox {
 
   /** Whether a drain is running and when it last made progress (operators, tests). */
   status(): { draining: boolean; lastProgressMs: number | null; pending: number } {
-    return { draining: Boolean(this.#draining), lastProgressMs: this.#draining ? Date.now() - this.#beatAt : null, pending: this.pendingCount() };
+    return {
+      draining: Boolean(this.#draining),
+      lastProgressMs: this.#draining ? Date.now() - this.#beatAt : null,
+      pending: this.pendingCount(),
+    };
   }
 
   async #drain(generation: number): Promise<void> {
@@ -319,7 +332,11 @@ export class Inbox {
     const interrupted = item.interrupted + item.in_attempt;
     sql`update soma_inbox set attempts = attempts + 1, in_attempt = 1, interrupted = ${interrupted} where id = ${item.id}`;
     if (interrupted >= MAX_INTERRUPTED) {
-      return this.#setAside({ ...item, attempts: item.attempts + 1 }, "dead", `the agent stopped during ${interrupted} attempts to answer it`);
+      return this.#setAside(
+        { ...item, attempts: item.attempts + 1 },
+        "dead",
+        `the agent stopped during ${interrupted} attempts to answer it`,
+      );
     }
     const controller = new AbortController();
     this.#current = controller;
@@ -327,7 +344,8 @@ export class Inbox {
     // NOTICE_AFTER_MS even while this attempt hangs instead of failing: a database that stops answering
     // holds an attempt for its whole deadline, which would otherwise hold the notice too.
     const noticeDue = item.received_at + NOTICE_AFTER_MS - Date.now();
-    const noticeTimer = item.first_failed_at !== null && !item.noticed ? setTimeout(() => void this.#notice(item), Math.max(0, noticeDue)) : undefined;
+    const noticeTimer =
+      item.first_failed_at !== null && !item.noticed ? setTimeout(() => void this.#notice(item), Math.max(0, noticeDue)) : undefined;
     let reply: Reply;
     try {
       reply = ownReply(item, this.host.welcome) ?? (await this.host.answer(item, controller.signal));
@@ -377,8 +395,15 @@ export class Inbox {
     const firstFailedAt = item.first_failed_at ?? now;
     const failures = item.failures + (kind === "permanent" ? 1 : 0);
     const message = describeError(error);
-    this.host.log(kind === "permanent" ? "error" : "warn", { inbox: item.id, phase: item.state, failure: kind, attempt: item.attempts, error: message });
-    if (item.state === "pending" && kind === "permanent" && failures >= MAX_PERMANENT_ATTEMPTS) return this.#setAside(item, "dead", message);
+    this.host.log(kind === "permanent" ? "error" : "warn", {
+      inbox: item.id,
+      phase: item.state,
+      failure: kind,
+      attempt: item.attempts,
+      error: message,
+    });
+    if (item.state === "pending" && kind === "permanent" && failures >= MAX_PERMANENT_ATTEMPTS)
+      return this.#setAside(item, "dead", message);
     if (now - firstFailedAt >= this.host.retryWindowMs()) {
       if (item.state === "pending") return this.#setAside(item, "failed", message);
       // The reply itself could not be delivered for the whole window: it stays stored, undelivered.
@@ -400,16 +425,16 @@ export class Inbox {
   async #notice(item: InboxItem): Promise<void> {
     const claimed = this.host.sql<{ id: string }>`update soma_inbox set noticed = 1 where id = ${item.id} and noticed = 0 returning id`;
     if (claimed.length === 0) return;
-    await this.host.send(item.chat_id, OUTAGE_NOTICE).catch((sendError: unknown) =>
-      this.host.log("warn", { inbox: item.id, notice: describeError(sendError) }),
-    );
+    await this.host
+      .send(item.chat_id, OUTAGE_NOTICE)
+      .catch((sendError: unknown) => this.host.log("warn", { inbox: item.id, notice: describeError(sendError) }));
   }
 
   /** Gives up on answering: the apology is the reply, and the item keeps its error. */
   async #setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void> {
-    await this.host.setAside(item, outcome, error).catch((setAsideError: unknown) =>
-      this.host.log("error", { inbox: item.id, setAside: describeError(setAsideError) }),
-    );
+    await this.host
+      .setAside(item, outcome, error)
+      .catch((setAsideError: unknown) => this.host.log("error", { inbox: item.id, setAside: describeError(setAsideError) }));
     this.host.sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, document = null, outcome = ${outcome}, in_attempt = 0,
                   first_failed_at = null, next_attempt_at = 0, last_error = ${error} where id = ${item.id}`;
   }

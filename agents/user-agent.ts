@@ -128,7 +128,9 @@ export class UserAgent extends AIChatAgent<Env> {
    * One chat turn for an API client, in the same conversation and turn queue as every other channel,
    * streamed as the AI SDK UI message stream (server-sent events) while it runs.
    */
-  async chat(text: string): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" } | { status: "erased" }> {
+  async chat(
+    text: string,
+  ): Promise<{ status: "ok"; messageId: string; stream: ReadableStream<Uint8Array> } | { status: "rate_limited" } | { status: "erased" }> {
     const message = cleanText(z.string().trim().min(1).max(MAX_MESSAGE_CHARS).parse(text));
     if (await this.#erased()) return { status: "erased" };
     if (!this.#rateLimiter().allow("chat")) return { status: "rate_limited" };
@@ -187,7 +189,11 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   /** One frame from a web socket client: only a chat request's newest message, within the limits. */
-  async #onFrame(connection: Connection, frame: WSMessage, protocol: (connection: Connection, frame: WSMessage) => void | Promise<void>): Promise<void> {
+  async #onFrame(
+    connection: Connection,
+    frame: WSMessage,
+    protocol: (connection: Connection, frame: WSMessage) => void | Promise<void>,
+  ): Promise<void> {
     const verdict = screenFrame(frame as string | ArrayBuffer, (id) => this.messages.some((m) => m.id === id));
     if (verdict.kind === "pass") return protocol(connection, frame);
     if (verdict.kind === "ignore") {
@@ -215,8 +221,15 @@ export class UserAgent extends AIChatAgent<Env> {
 
   #conversation(): Promise<ExportMessage[]> {
     // The SDK stores each message's time (ms) but leaves it out of the history it returns.
-    return storedConversation(this.sessions.session(), () =>
-      new Map(this.sql<{ id: string; created_at: number }>`select id, created_at from cf_agents_session_messages`.map((t) => [t.id, t.created_at])),
+    return storedConversation(
+      this.sessions.session(),
+      () =>
+        new Map(
+          this.sql<{ id: string; created_at: number }>`select id, created_at from cf_agents_session_messages`.map((t) => [
+            t.id,
+            t.created_at,
+          ]),
+        ),
     );
   }
 
@@ -335,13 +348,21 @@ export class UserAgent extends AIChatAgent<Env> {
     const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
     if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) await this.#dropMessages([messageId]);
     const present = this.messages.some((m) => m.id === messageId);
-    const result = await this.saveMessages((messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source, new Date(item.received_at))]), { signal });
+    const result = await this.saveMessages(
+      (messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source, new Date(item.received_at))]),
+      { signal },
+    );
     const failure = this.#turnFailures.get(messageId);
     this.#turnFailures.delete(messageId);
     if (failure !== undefined || result.status !== "completed") {
       // What the failed attempt said is not the answer: the next attempt starts from the message again.
       await this.#dropReplyTo(messageId);
-      throw failure ?? (result.status === "error" ? new Error(result.error ?? "the turn failed") : new DOMException(`the turn was ${result.status}`, "AbortError"));
+      throw (
+        failure ??
+        (result.status === "error"
+          ? new Error(result.error ?? "the turn failed")
+          : new DOMException(`the turn was ${result.status}`, "AbortError"))
+      );
     }
     // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
     return replyAfter(this.messages, messageId) || APOLOGY;
@@ -367,8 +388,17 @@ export class UserAgent extends AIChatAgent<Env> {
       await this.#dropReplyTo(item.id);
       const source = sourceOf(item);
       const present = this.messages.some((m) => m.id === item.id);
-      const apology: UIMessage = { id: `apology-${item.id}`, role: "assistant", parts: [{ type: "text", text: APOLOGY }], metadata: { at: new Date().toISOString() } };
-      await this.persistMessages([...this.messages.filter((m) => m.id !== apology.id), ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]), apology]);
+      const apology: UIMessage = {
+        id: `apology-${item.id}`,
+        role: "assistant",
+        parts: [{ type: "text", text: APOLOGY }],
+        metadata: { at: new Date().toISOString() },
+      };
+      await this.persistMessages([
+        ...this.messages.filter((m) => m.id !== apology.id),
+        ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]),
+        apology,
+      ]);
     }
     if (outcome === "dead") await deadLetters(this.env).add(deadLetterOf(this.userId, item, error));
   }

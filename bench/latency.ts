@@ -68,13 +68,21 @@ async function main() {
       ["added latency, cold agent (first contact)", cold, 300],
       ["webhook acknowledgement", ack, 50],
     ] as const;
-    const results = rows.map(([name, values, target]) => ({ name, ...summary([...values]), targetP95: target, met: summary([...values]).p95 <= target }));
+    const results = rows.map(([name, values, target]) => ({
+      name,
+      ...summary([...values]),
+      targetP95: target,
+      met: summary([...values]).p95 <= target,
+    }));
     const table = markdownTable(
       ["measure (ms)", "n", "p50", "p95", "p99", "max", "target p95", ""],
       results.map((r) => [r.name, r.n, r.p50, r.p95, r.p99, r.max, `≤ ${r.targetP95}`, r.met ? "met" : "MISSED"]),
     );
     const note = `\n\nRefused deliveries (5xx, delivered again as Telegram does): ${refused}.`;
-    writeResults("latency", "Added latency and webhook acknowledgement (a turn with one capture and one recall)", table + note, { results, refused });
+    writeResults("latency", "Added latency and webhook acknowledgement (a turn with one capture and one recall)", table + note, {
+      results,
+      refused,
+    });
   } finally {
     await bench.stop();
   }

@@ -79,8 +79,38 @@ async function main() {
       met: fiveXX === 0 && failed === 0 && lost === 0 && duplicated === 0 && percentile(acks, 99) < 250,
     };
     const table = markdownTable(
-      ["connections", "people", "seconds", "updates accepted", "updates/s", "5xx", "lost", "duplicated", "ack p50 (ms)", "ack p95", "ack p99", "drain (s)", "target"],
-      [[CONNECTIONS, PEOPLE, result.seconds, accepted, result.updatesPerSecond, fiveXX, lost, duplicated, ack.p50, ack.p95, ack.p99, result.drainSeconds, result.met ? "met" : "MISSED"]],
+      [
+        "connections",
+        "people",
+        "seconds",
+        "updates accepted",
+        "updates/s",
+        "5xx",
+        "lost",
+        "duplicated",
+        "ack p50 (ms)",
+        "ack p95",
+        "ack p99",
+        "drain (s)",
+        "target",
+      ],
+      [
+        [
+          CONNECTIONS,
+          PEOPLE,
+          result.seconds,
+          accepted,
+          result.updatesPerSecond,
+          fiveXX,
+          lost,
+          duplicated,
+          ack.p50,
+          ack.p95,
+          ack.p99,
+          result.drainSeconds,
+          result.met ? "met" : "MISSED",
+        ],
+      ],
     );
     writeResults("load", "Sustained load: 100 connections across 200 people", table, { result });
   } finally {

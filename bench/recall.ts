@@ -59,13 +59,25 @@ const DESIGN_NAMES = (process.env.BENCH_DESIGNS ?? "global,per-person").split(",
 const INDEX_NAMES = ["entities_name_trgm", "entities_search_gin", "entities_user_name_trgm", "entities_user_search_gin"];
 const TYPES = ["book", "movie", "place", "person", "project", "note", "habit", "event"] as const;
 
-const A = "silent golden hidden broken distant crimson quiet northern endless wandering frozen burning hollow ancient electric gentle bitter secret final lost".split(" ");
-const B = "harbor garden empire river mirror archive lantern forest machine orchard signal meadow citadel compass ember canyon tide glacier atlas engine".split(" ");
-const C = "of dreams|of salt|of glass|at dawn|in winter|beyond the hills|of the north|under stars|of iron|in bloom|of echoes|at midnight|of paper|in exile|of thunder|of silk|of ashes|on fire|of summer|of kings".split("|");
+const A =
+  "silent golden hidden broken distant crimson quiet northern endless wandering frozen burning hollow ancient electric gentle bitter secret final lost".split(
+    " ",
+  );
+const B =
+  "harbor garden empire river mirror archive lantern forest machine orchard signal meadow citadel compass ember canyon tide glacier atlas engine".split(
+    " ",
+  );
+const C =
+  "of dreams|of salt|of glass|at dawn|in winter|beyond the hills|of the north|under stars|of iron|in bloom|of echoes|at midnight|of paper|in exile|of thunder|of silk|of ashes|on fire|of summer|of kings".split(
+    "|",
+  );
 
 /** A distinct, plausible name for index i (20 × 20 × 20 × 20 = 160k combinations). */
 function nameFor(i: number): string {
-  const a = A[i % 20]!, b = B[Math.floor(i / 20) % 20]!, c = C[Math.floor(i / 400) % 20]!, d = B[Math.floor(i / 8000) % 20]!;
+  const a = A[i % 20]!,
+    b = B[Math.floor(i / 20) % 20]!,
+    c = C[Math.floor(i / 400) % 20]!,
+    d = B[Math.floor(i / 8000) % 20]!;
   return `The ${cap(a)} ${cap(b)} ${c} ${cap(d)}`;
 }
 const cap = (w: string) => w[0]!.toUpperCase() + w.slice(1);
@@ -83,7 +95,9 @@ async function load(db: Database, userId: string, from: number, to: number) {
              now() - (${i % 365} * interval '1 day'), now() - (${i % 365} * interval '1 day'), ${happenedDaysAgo(i) === null ? null : sql`now() - (${happenedDaysAgo(i)} * interval '1 day')`})`,
     );
     await db.withUser(userId, (tx) =>
-      tx.execute(sql`insert into entities (user_id, type, name, normalized_name, embedding, updated_at, told_at, happened_at) values ${sql.join(values, sql`, `)} on conflict do nothing`),
+      tx.execute(
+        sql`insert into entities (user_id, type, name, normalized_name, embedding, updated_at, told_at, happened_at) values ${sql.join(values, sql`, `)} on conflict do nothing`,
+      ),
     );
   }
 }
@@ -95,7 +109,17 @@ function happenedDaysAgo(i: number): number | null {
 /** Days ago entity i counts as being from: happened if known, else told. */
 const whenDaysAgo = (i: number) => happenedDaysAgo(i) ?? i % 365;
 
-const KINDS = ["typed list", "exact name", "prefix", "misspelling", "partial words", "typed list, one month", "exact name, two days", "one week, no type", "exact name, one year"] as const;
+const KINDS = [
+  "typed list",
+  "exact name",
+  "prefix",
+  "misspelling",
+  "partial words",
+  "typed list, one month",
+  "exact name, two days",
+  "one week, no type",
+  "exact name, one year",
+] as const;
 type Kind = (typeof KINDS)[number];
 
 type Query = { kind: Kind; query: string; type?: string; limit: number; expected: string; since?: Date; before?: Date };
@@ -107,15 +131,35 @@ function queries(size: number): Query[] {
     const expected = nameFor(i);
     const kind = KINDS[q % KINDS.length]!;
     const daysAgo = (days: number) => new Date(loadedAt - days * DAY_MS);
-    if (kind === "typed list") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s did I save?`, type: TYPES[q % TYPES.length], limit: 50, expected });
+    if (kind === "typed list")
+      out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s did I save?`, type: TYPES[q % TYPES.length], limit: 50, expected });
     if (kind === "exact name") out.push({ kind, query: expected, limit: 10, expected });
     if (kind === "prefix") out.push({ kind, query: expected.split(" ").slice(0, 3).join(" "), limit: 10, expected });
     if (kind === "misspelling") out.push({ kind, query: expected.replace(/([aeiou])/, "$1$1"), limit: 10, expected });
     if (kind === "partial words") out.push({ kind, query: `${expected.split(" ")[2]} ${expected.split(" ").at(-1)}`, limit: 10, expected });
-    if (kind === "typed list, one month") out.push({ kind, query: `which ${TYPES[q % TYPES.length]}s last month?`, type: TYPES[q % TYPES.length], limit: 50, expected, since: daysAgo(60), before: daysAgo(30) });
-    if (kind === "exact name, two days") out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 1), before: daysAgo(whenDaysAgo(i) - 1) });
-    if (kind === "one week, no type") out.push({ kind, query: "what did I do?", limit: 10, expected, since: daysAgo(7), before: daysAgo(0) });
-    if (kind === "exact name, one year") out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 180), before: daysAgo(Math.max(0, whenDaysAgo(i) - 180)) });
+    if (kind === "typed list, one month")
+      out.push({
+        kind,
+        query: `which ${TYPES[q % TYPES.length]}s last month?`,
+        type: TYPES[q % TYPES.length],
+        limit: 50,
+        expected,
+        since: daysAgo(60),
+        before: daysAgo(30),
+      });
+    if (kind === "exact name, two days")
+      out.push({ kind, query: expected, limit: 10, expected, since: daysAgo(whenDaysAgo(i) + 1), before: daysAgo(whenDaysAgo(i) - 1) });
+    if (kind === "one week, no type")
+      out.push({ kind, query: "what did I do?", limit: 10, expected, since: daysAgo(7), before: daysAgo(0) });
+    if (kind === "exact name, one year")
+      out.push({
+        kind,
+        query: expected,
+        limit: 10,
+        expected,
+        since: daysAgo(whenDaysAgo(i) + 180),
+        before: daysAgo(Math.max(0, whenDaysAgo(i) - 180)),
+      });
   }
   return out;
 }
@@ -136,12 +180,22 @@ async function main() {
   const target = await createPerson(db, { displayName: "bench-target" });
   // Their own words, none shared with the entities' names: a fact never answers a name query by accident.
   const VERBS = "cooks|plays|collects|studies|avoids|grows|repairs|paints|visits|trains".split("|");
-  const NOUNS = "tea|chess|stamps|piano|cheese|bonsai|clocks|tulips|kayaks|violins|ceramics|tango|origami|pottery|falconry|sourdough|fencing|yoga|bicycles|marmalade|kites|opera|cacti|sushi|vinyl|karate|sudoku|quilts|pasta|saunas".split("|");
+  const NOUNS =
+    "tea|chess|stamps|piano|cheese|bonsai|clocks|tulips|kayaks|violins|ceramics|tango|origami|pottery|falconry|sourdough|fencing|yoga|bicycles|marmalade|kites|opera|cacti|sushi|vinyl|karate|sudoku|quilts|pasta|saunas".split(
+      "|",
+    );
   const statements = Array.from({ length: FACTS }, (_, i) => `${cap(VERBS[i % 10]!)} ${NOUNS[Math.floor(i / 10) % 30]} #${i}`);
   const factVectors = await localEmbedder.embed(statements);
   await db.withUser(target.id, async (tx) => {
     for (const [i, statement] of statements.entries()) {
-      await recordFact(tx, target.id, { statement, category: "preference", subject: `likes: ${i}`, confidence: 0.5 + (i % 5) / 10, embedding: factVectors[i]!, sourceId: null });
+      await recordFact(tx, target.id, {
+        statement,
+        category: "preference",
+        subject: `likes: ${i}`,
+        confidence: 0.5 + (i % 5) / 10,
+        embedding: factVectors[i]!,
+        sourceId: null,
+      });
     }
   });
   for (let p = 0; p < OTHER_PEOPLE; p++) {
@@ -149,7 +203,16 @@ async function main() {
     await load(db, other.id, 0, OTHERS_EACH);
   }
 
-  const results: Array<{ design: Design; scale: number; kind: string; n: number; p50: number; p95: number; found: number; othersRead: number }> = [];
+  const results: Array<{
+    design: Design;
+    scale: number;
+    kind: string;
+    n: number;
+    p50: number;
+    p95: number;
+    found: number;
+    othersRead: number;
+  }> = [];
   let loaded = 0;
   const owner = postgres(pg.url, { max: 1, onnotice: () => {} });
   for (const scale of SCALES) {
@@ -157,7 +220,9 @@ async function main() {
     // Bulk load the way an operator would: without the HNSW index, then build it once.
     await owner`drop index if exists entities_embedding_hnsw`;
     await load(db, target.id, loaded, scale);
-    await owner.unsafe("set maintenance_work_mem = '1GB'; create index entities_embedding_hnsw on entities using hnsw (embedding vector_cosine_ops); analyze entities");
+    await owner.unsafe(
+      "set maintenance_work_mem = '1GB'; create index entities_embedding_hnsw on entities using hnsw (embedding vector_cosine_ops); analyze entities",
+    );
     loaded = scale;
     console.error(`loaded ${scale} entities for the target person in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     loadedAt = Date.now();
@@ -184,7 +249,16 @@ async function main() {
       }
       for (const [kind, { ms, found, othersRead }] of timings) {
         const meanOthers = othersRead.length ? othersRead.reduce((a, b) => a + b, 0) / othersRead.length : 0;
-        results.push({ design, scale, kind, n: ms.length, p50: round(percentile(ms, 50), 2), p95: round(percentile(ms, 95), 2), found: round(found / ms.length, 3), othersRead: round(meanOthers, 1) });
+        results.push({
+          design,
+          scale,
+          kind,
+          n: ms.length,
+          p50: round(percentile(ms, 50), 2),
+          p95: round(percentile(ms, 95), 2),
+          found: round(found / ms.length, 3),
+          othersRead: round(meanOthers, 1),
+        });
       }
       console.error(`measured ${design} at ${scale}`);
     }
@@ -194,10 +268,13 @@ async function main() {
   async function rowsDropped(q: Query): Promise<number> {
     const [embedding] = await localEmbedder.embed([q.query]);
     const statement = recallSql(target.id, { ...recallQuery(q), embedding: embedding! });
-    const rows = (await db.withUser(target.id, (tx) => tx.execute(sql`explain (analyze, format json) ${statement}`))) as unknown as Array<{ "QUERY PLAN": unknown }>;
+    const rows = (await db.withUser(target.id, (tx) => tx.execute(sql`explain (analyze, format json) ${statement}`))) as unknown as Array<{
+      "QUERY PLAN": unknown;
+    }>;
     let dropped = 0;
     const visit = (node: Record<string, unknown>) => {
-      if (node["Relation Name"] === "entities") dropped += Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
+      if (node["Relation Name"] === "entities")
+        dropped += Number(node["Rows Removed by Filter"] ?? 0) + Number(node["Rows Removed by Index Recheck"] ?? 0);
       for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) visit(child);
     };
     const plan = rows[0]!["QUERY PLAN"];
@@ -206,7 +283,13 @@ async function main() {
   }
 
   function recallQuery(q: Query) {
-    return { query: q.query, limit: q.limit, ...(q.type ? { type: q.type } : {}), ...(q.since ? { since: q.since } : {}), ...(q.before ? { before: q.before } : {}) };
+    return {
+      query: q.query,
+      limit: q.limit,
+      ...(q.type ? { type: q.type } : {}),
+      ...(q.since ? { since: q.since } : {}),
+      ...(q.before ? { before: q.before } : {}),
+    };
   }
 
   async function run(q: Query) {
@@ -218,13 +301,23 @@ async function main() {
   const lines = [
     "| GIN design | entities (target person) | query kind | n | p50 ms | p95 ms | found | rows read then dropped |",
     "|---|---:|---|---:|---:|---:|---:|---:|",
-    ...results.map((r) => `| ${r.design} | ${r.scale.toLocaleString("en")} | ${r.kind} | ${r.n} | ${r.p50} | ${r.p95} | ${(r.found * 100).toFixed(1)}% | ${r.othersRead} |`),
+    ...results.map(
+      (r) =>
+        `| ${r.design} | ${r.scale.toLocaleString("en")} | ${r.kind} | ${r.n} | ${r.p50} | ${r.p95} | ${(r.found * 100).toFixed(1)}% | ${r.othersRead} |`,
+    ),
   ];
   const table = lines.join("\n");
   console.log(table);
   const server = external ? await serverVersion(owner) : null;
   const engine = server?.engine ?? "PGlite 0.5 (Postgres 17, WASM) + pgvector, over the wire protocol";
-  const meta = { date: new Date().toISOString(), node: process.version, others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`, facts: FACTS, engine, load: loadavg().map((l) => round(l, 2)) };
+  const meta = {
+    date: new Date().toISOString(),
+    node: process.version,
+    others: `${OTHER_PEOPLE} people × ${OTHERS_EACH}`,
+    facts: FACTS,
+    engine,
+    load: loadavg().map((l) => round(l, 2)),
+  };
   const file = server ? `recall-postgres-${server.superuser ? "superuser" : "owner"}` : "recall";
   writeFileSync(new URL(`./results/${file}.json`, import.meta.url), `${JSON.stringify({ ...meta, results }, null, 2)}\n`);
   writeFileSync(new URL(`./results/${file}.md`, import.meta.url), `# memory_recall latency\n\n${JSON.stringify(meta)}\n\n${table}\n`);
@@ -238,7 +331,10 @@ async function serverVersion(owner: postgres.Sql): Promise<{ engine: string; sup
   const [row] = await owner<[{ version: string; vector: string; superuser: boolean }]>`
     select version(), (select extversion from pg_extension where extname = 'vector') as vector,
            (select rolsuper from pg_roles where rolname = current_user) as superuser`;
-  return { engine: `${row.version} + pgvector ${row.vector}, setup role ${row.superuser ? "a superuser" : "the database's owner, not a superuser"}`, superuser: row.superuser };
+  return {
+    engine: `${row.version} + pgvector ${row.vector}, setup role ${row.superuser ? "a superuser" : "the database's owner, not a superuser"}`,
+    superuser: row.superuser,
+  };
 }
 
 main().catch((error) => {

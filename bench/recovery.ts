@@ -36,7 +36,11 @@ async function main() {
       let service = await launch({ stateDir, port, standIn: tap.url });
       const people = Array.from({ length: PEOPLE }, (_, i) => 700_000_000 + round * 1000 + i);
       for (const chat of people) await webhook(service.url, WEBHOOK_SECRET, chat, ++update, "/start");
-      await waitFor(async () => (await Promise.all(people.map((c) => sent(standIns.url, c)))).every((t) => t.length >= 1) || undefined, 60_000, "the welcomes");
+      await waitFor(
+        async () => (await Promise.all(people.map((c) => sent(standIns.url, c)))).every((t) => t.length >= 1) || undefined,
+        60_000,
+        "the welcomes",
+      );
       const release = await hang(standIns.url, "chat");
       for (let m = 0; m < MESSAGES; m++) {
         await Promise.all(people.map((chat) => webhook(service.url, WEBHOOK_SECRET, chat, ++update, `I read Crash ${round}-${chat}-${m}`)));
@@ -48,7 +52,8 @@ async function main() {
       service = await launch({ stateDir, port, standIn: tap.url });
       crash.health.push(service.readyAt - restarted);
       await waitFor(
-        async () => (await Promise.all(people.map((c) => sent(standIns.url, c)))).every((texts) => texts.length >= 1 + MESSAGES) || undefined,
+        async () =>
+          (await Promise.all(people.map((c) => sent(standIns.url, c)))).every((texts) => texts.length >= 1 + MESSAGES) || undefined,
         120_000,
         "every pending message answered",
         50,
@@ -59,7 +64,12 @@ async function main() {
       // The database goes away while a turn is running, and comes back after OUTAGE_S.
       const dataDir = mkdtempSync(`${tmpdir()}/soma-bench-recovery-db-`);
       let database = await startEmbeddedPostgres({ dataDir });
-      service = await launch({ stateDir: mkdtempSync(`${tmpdir()}/soma-bench-recovery-`), port: await freePort(), standIn: tap.url, env: { DATABASE_URL: database.url } });
+      service = await launch({
+        stateDir: mkdtempSync(`${tmpdir()}/soma-bench-recovery-`),
+        port: await freePort(),
+        standIn: tap.url,
+        env: { DATABASE_URL: database.url },
+      });
       const chat = 710_000_000 + round;
       await webhook(service.url, WEBHOOK_SECRET, chat, ++update, "/start");
       await waitFor(async () => (await sent(standIns.url, chat)).length >= 1 || undefined, 30_000, "the welcome");
@@ -72,11 +82,18 @@ async function main() {
       const before = (await sent(standIns.url, chat)).length;
       database = await startEmbeddedPostgres({ dataDir, port: database.port });
       const back = Date.now();
-      await waitFor(async () => (await sent(standIns.url, chat)).slice(before).some((t) => t.startsWith("Done.")) || undefined, 120_000, "the answer", 50);
+      await waitFor(
+        async () => (await sent(standIns.url, chat)).slice(before).some((t) => t.startsWith("Done.")) || undefined,
+        120_000,
+        "the answer",
+        50,
+      );
       recovery.push(Date.now() - back);
       await stopAll();
       await database.stop();
-      console.log(`round ${round + 1}/${ROUNDS}: crash → all answered ${crash.answered.at(-1)} ms, database back → answered ${recovery.at(-1)} ms`);
+      console.log(
+        `round ${round + 1}/${ROUNDS}: crash → all answered ${crash.answered.at(-1)} ms, database back → answered ${recovery.at(-1)} ms`,
+      );
     }
   } finally {
     await stopAll().catch(() => {});
@@ -95,7 +112,13 @@ async function main() {
       row(`Postgres back after ${OUTAGE_S} s down mid-turn → that turn answered`, recovery),
     ],
   );
-  writeResults("recovery", "Recovery: crash and database outage", table, { people: PEOPLE, messages: MESSAGES, outageSeconds: OUTAGE_S, crash, recovery });
+  writeResults("recovery", "Recovery: crash and database outage", table, {
+    people: PEOPLE,
+    messages: MESSAGES,
+    outageSeconds: OUTAGE_S,
+    crash,
+    recovery,
+  });
   process.exit(0);
 }
 

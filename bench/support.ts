@@ -52,14 +52,23 @@ export async function startBench(settings: Record<string, string> = {}): Promise
         headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
         body: JSON.stringify({
           update_id: updateId,
-          message: { message_id: updateId % 1_000_000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Bench" }, text },
+          message: {
+            message_id: updateId % 1_000_000,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: chatId, type: "private" },
+            from: { id: chatId, is_bot: false, first_name: "Bench" },
+            text,
+          },
         }),
       });
       await response.arrayBuffer();
       return { status: response.status, ackMs: performance.now() - sentAt, sentAt };
     },
     async replies(chatId) {
-      const calls = (await (await fetch(`${standIns.url}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{ payload: { text: string }; hr: number }>;
+      const calls = (await (await fetch(`${standIns.url}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
+        payload: { text: string };
+        hr: number;
+      }>;
       return calls.map((c) => ({ text: c.payload.text, hr: c.hr }));
     },
     async stop() {
@@ -90,7 +99,13 @@ export function round(value: number, digits = 1): number {
 }
 
 export function summary(values: number[]) {
-  return { n: values.length, p50: round(percentile(values, 50)), p95: round(percentile(values, 95)), p99: round(percentile(values, 99)), max: round(Math.max(...values)) };
+  return {
+    n: values.length,
+    p50: round(percentile(values, 50)),
+    p95: round(percentile(values, 95)),
+    p99: round(percentile(values, 99)),
+    max: round(Math.max(...values)),
+  };
 }
 
 export function machine() {
@@ -102,10 +117,17 @@ export function writeResults(name: string, title: string, table: string, data: R
   console.log(table);
   const meta = machine();
   writeFileSync(new URL(`./results/${name}.json`, import.meta.url), `${JSON.stringify({ ...meta, ...data }, null, 2)}\n`);
-  writeFileSync(new URL(`./results/${name}.md`, import.meta.url), `# ${title}\n\n${meta.cpu} · ${meta.cores} cores · Node ${meta.node} · ${meta.date}\n\n${table}\n`);
+  writeFileSync(
+    new URL(`./results/${name}.md`, import.meta.url),
+    `# ${title}\n\n${meta.cpu} · ${meta.cores} cores · Node ${meta.node} · ${meta.date}\n\n${table}\n`,
+  );
 }
 
 /** A Markdown table. */
 export function markdownTable(header: string[], rows: Array<Array<string | number>>): string {
-  return [`| ${header.join(" | ")} |`, `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)].join("\n");
+  return [
+    `| ${header.join(" | ")} |`,
+    `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
+    ...rows.map((r) => `| ${r.join(" | ")} |`),
+  ].join("\n");
 }

@@ -150,10 +150,12 @@ export class Database {
       );
       return work(tx);
     });
-    return withDeadline(transaction, this.options.transactionDeadlineMs ?? DEFAULT_TRANSACTION_DEADLINE_MS, "postgres").catch((error: unknown) => {
-      if (error instanceof DeadlineError) this.#recycle(pool);
-      throw error;
-    });
+    return withDeadline(transaction, this.options.transactionDeadlineMs ?? DEFAULT_TRANSACTION_DEADLINE_MS, "postgres").catch(
+      (error: unknown) => {
+        if (error instanceof DeadlineError) this.#recycle(pool);
+        throw error;
+      },
+    );
   }
 
   /**

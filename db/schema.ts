@@ -179,9 +179,7 @@ export const entities = pgTable(
     searchName: text("search_name").generatedAlwaysAs(folded("normalized_name")),
     // 'simple': no stemming, no stop words — names in any language are kept word for word (recall
     // matches a word's beginning instead, db/repositories/recall.ts).
-    search: tsvector("search").generatedAlwaysAs(
-      sql`to_tsvector('simple'::regconfig, ${folded("normalized_name")} || ' ' || type)`,
-    ),
+    search: tsvector("search").generatedAlwaysAs(sql`to_tsvector('simple'::regconfig, ${folded("normalized_name")} || ' ' || type)`),
     status: text("status", { enum: ["active", "archived"] })
       .notNull()
       .default("active"),
@@ -297,7 +295,9 @@ export const facts = pgTable(
     /** Since when it holds, where the person said so ("I've lived in Berlin since 2019"). */
     happenedAt: timestamp("happened_at", { withTimezone: true }),
     /** 'extracted' by fact-extract, or 'correction': the person corrected a fact (fact_correct, PATCH /api/facts/:id). */
-    origin: text("origin", { enum: ["extracted", "correction"] }).notNull().default("extracted"),
+    origin: text("origin", { enum: ["extracted", "correction"] })
+      .notNull()
+      .default("extracted"),
     sourceId: uuid("source_id").references(() => sources.id, { onDelete: "set null" }),
     toldAt: toldAt(),
     createdAt: createdAt(),
@@ -322,13 +322,5 @@ export const facts = pgTable(
 );
 
 /** The seven user-data tables, in the order the RLS tests and setup checks walk them. */
-export const USER_TABLES = [
-  "users",
-  "oauth_connections",
-  "entities",
-  "edges",
-  "events",
-  "facts",
-  "sources",
-] as const;
+export const USER_TABLES = ["users", "oauth_connections", "entities", "edges", "events", "facts", "sources"] as const;
 export type UserTable = (typeof USER_TABLES)[number];

@@ -35,14 +35,19 @@ export class TokenCipher {
   /** Seals `plaintext` for `slot` (v2). */
   async encrypt(plaintext: string, slot: TokenSlot): Promise<string> {
     const iv = crypto.getRandomValues(new Uint8Array(12));
-    const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: slotData(slot) }, await this.#key, new TextEncoder().encode(plaintext));
+    const sealed = await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: slotData(slot) },
+      await this.#key,
+      new TextEncoder().encode(plaintext),
+    );
     return [CURRENT, base64url(iv), base64url(new Uint8Array(sealed))].join(".");
   }
 
   /** Opens a token sealed for `slot`; throws when it was sealed for another place or tampered with. */
   async decrypt(stored: string, slot: TokenSlot): Promise<string> {
     const [version, iv, sealed, extra] = stored.split(".");
-    if ((version !== CURRENT && version !== LEGACY) || !iv || !sealed || extra !== undefined) throw new SealedTokenError("not a sealed token");
+    if ((version !== CURRENT && version !== LEGACY) || !iv || !sealed || extra !== undefined)
+      throw new SealedTokenError("not a sealed token");
     const params = { name: "AES-GCM", iv: fromBase64url(iv), ...(version === CURRENT ? { additionalData: slotData(slot) } : {}) };
     try {
       return new TextDecoder().decode(await crypto.subtle.decrypt(params, await this.#key, fromBase64url(sealed)));
@@ -63,7 +68,10 @@ function slotData(slot: TokenSlot): Uint8Array {
 }
 
 function base64url(bytes: Uint8Array): string {
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 function fromBase64url(text: string): Uint8Array {

@@ -53,7 +53,12 @@ export async function openWorkerdSocket(options: PostgresSocketOptions): Promise
     write(data: Uint8Array, callback?: () => void) {
       if (socket.readyState === "closed") return false;
       // Before the handshake, writes wait for it, in order (postgres.js sends its StartupMessage at once).
-      void ready.then(() => writer?.write(data)).then(() => callback?.(), (error: unknown) => fail(error));
+      void ready
+        .then(() => writer?.write(data))
+        .then(
+          () => callback?.(),
+          (error: unknown) => fail(error),
+        );
       return true;
     },
     end(data?: Uint8Array) {
@@ -107,7 +112,10 @@ export async function openWorkerdSocket(options: PostgresSocketOptions): Promise
   } catch (error) {
     ready = Promise.reject(error);
   }
-  void ready.then(() => read(raw!), (error: unknown) => fail(error));
+  void ready.then(
+    () => read(raw!),
+    (error: unknown) => fail(error),
+  );
   void raw?.closed.then(ended, (error: unknown) => fail(error));
 
   async function read(connection: RawSocket) {

@@ -110,7 +110,10 @@ runMain(import.meta, async () => {
   const url = process.env.DATABASE_URL;
   if (!url) throw new UsageError("db:setup needs DATABASE_URL (npm start runs the setup against the embedded Postgres itself).");
   // Optional on a re-run: omitted, the login role keeps its password (checkWorkerLogin).
-  const worker = { role: process.env.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE, password: process.env.DATABASE_WORKER_PASSWORD || undefined };
+  const worker = {
+    role: process.env.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE,
+    password: process.env.DATABASE_WORKER_PASSWORD || undefined,
+  };
   try {
     await setupDatabase(url, (line) => console.log(`db:setup: ${line}`), { worker });
   } catch (error) {

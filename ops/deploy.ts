@@ -18,7 +18,8 @@ export interface DeployOptions {
 
 export async function deploy(settings: Settings, { gradual, log = console.log }: DeployOptions = {}): Promise<boolean> {
   const { APP_BASE_URL: base } = requireSettings(settings, ["APP_BASE_URL"], "deploy");
-  if (gradual !== undefined && !(Number.isInteger(gradual) && gradual >= 1 && gradual <= 99)) throw new UsageError("--gradual takes a percentage from 1 to 99");
+  if (gradual !== undefined && !(Number.isInteger(gradual) && gradual >= 1 && gradual <= 99))
+    throw new UsageError("--gradual takes a percentage from 1 to 99");
   const previous = mainVersion(await currentDeployment(settings));
   const message = `soma ${revision()}`;
   log(`deploy  now serving: ${previous ?? "nothing yet (first deploy)"}`);
@@ -33,13 +34,21 @@ export async function deploy(settings: Settings, { gradual, log = console.log }:
     version = versionFrom(run.outputs, "version-upload");
     const specs = previous ? [`${version}@${gradual}%`, `${previous}@${100 - gradual}%`] : [`${version}@100%`];
     await wranglerOk(settings, ["versions", "deploy", ...specs, "--message", `${message} (gradual ${gradual}%)`, "--yes"]);
-    log(previous ? `deploy  version ${version} serves ${gradual}%, ${previous} keeps ${100 - gradual}%` : `deploy  version ${version} serves 100% (nothing to split with)`);
+    log(
+      previous
+        ? `deploy  version ${version} serves ${gradual}%, ${previous} keeps ${100 - gradual}%`
+        : `deploy  version ${version} serves 100% (nothing to split with)`,
+    );
   }
 
   const synced = await syncWorkflows(base, log);
   const { ok } = await smoke({ baseUrl: base, settings, checks: "1-5", log });
   if (ok) {
-    log(synced ? `deploy  done: ${version}` : "deploy  deployed, but Inngest did not re-sync: run PUT /api/workflows again (npm run deploy is safe to repeat)");
+    log(
+      synced
+        ? `deploy  done: ${version}`
+        : "deploy  deployed, but Inngest did not re-sync: run PUT /api/workflows again (npm run deploy is safe to repeat)",
+    );
     return synced;
   }
   if (!previous) {
@@ -49,7 +58,14 @@ export async function deploy(settings: Settings, { gradual, log = console.log }:
   if (gradual === undefined) {
     await wranglerOk(settings, ["rollback", previous, "--message", `automatic rollback: smoke failed after ${version}`, "--yes"]);
   } else {
-    await wranglerOk(settings, ["versions", "deploy", `${previous}@100%`, "--message", `automatic rollback: smoke failed for ${version}`, "--yes"]);
+    await wranglerOk(settings, [
+      "versions",
+      "deploy",
+      `${previous}@100%`,
+      "--message",
+      `automatic rollback: smoke failed for ${version}`,
+      "--yes",
+    ]);
   }
   log(`deploy  smoke FAILED: rolled back automatically, ${previous} serves 100% again`);
   return false;

@@ -28,7 +28,9 @@ export function buildDocs(options: { source?: string; out?: string } = {}): Buil
   const out = options.out ?? `${source}/dist`;
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const documents = readdirSync(source).filter((f) => f.endsWith(".md")).sort((a, b) => (a === "index.md" ? -1 : b === "index.md" ? 1 : a.localeCompare(b)));
+  const documents = readdirSync(source)
+    .filter((f) => f.endsWith(".md"))
+    .sort((a, b) => (a === "index.md" ? -1 : b === "index.md" ? 1 : a.localeCompare(b)));
   const pages = documents.map((file) => {
     const text = readFileSync(`${source}/${file}`, "utf8");
     return { file: file.replace(/\.md$/, ".html"), title: /^#\s+(.+)$/m.exec(text)?.[1]?.trim() ?? file, text };
@@ -43,7 +45,9 @@ export function buildDocs(options: { source?: string; out?: string } = {}): Buil
     },
   });
   for (const page of pages) {
-    const nav = pages.map((p) => `<a href="${p.file}"${p.file === page.file ? ' aria-current="page"' : ""}>${escapeHtml(p.title)}</a>`).join("");
+    const nav = pages
+      .map((p) => `<a href="${p.file}"${p.file === page.file ? ' aria-current="page"' : ""}>${escapeHtml(p.title)}</a>`)
+      .join("");
     const body = marked.parse(page.text, { async: false });
     writeFileSync(
       `${out}/${page.file}`,

@@ -200,7 +200,9 @@ function authenticateClients(server: PGLiteSocketServer, db: PGlite): void {
     if (!client && isStartupMessage(message)) {
       const user = startupParameters(message).get("user") ?? SUPERUSER;
       await become(SUPERUSER);
-      const [canLogin, verifier] = await run(`select rolcanlogin::text, coalesce(rolpassword, '') from pg_authid where rolname = ${quoteLiteral(user)}`);
+      const [canLogin, verifier] = await run(
+        `select rolcanlogin::text, coalesce(rolpassword, '') from pg_authid where rolname = ${quoteLiteral(user)}`,
+      );
       if (canLogin === undefined) return refuse("28000", `role "${user}" does not exist`);
       if (canLogin !== "true") return refuse("28000", `role "${user}" is not permitted to log in`);
       if (!verifier) {
@@ -277,7 +279,15 @@ function passwordMatches(password: string, user: string, verifier: string): bool
     const storedKey = createHash("sha256").update(createHmac("sha256", salted).update("Client Key").digest()).digest();
     return same(storedKey, Buffer.from(scram[3]!, "base64"));
   }
-  if (verifier.startsWith("md5")) return same(Buffer.from(`md5${createHash("md5").update(password + user).digest("hex")}`), Buffer.from(verifier));
+  if (verifier.startsWith("md5"))
+    return same(
+      Buffer.from(
+        `md5${createHash("md5")
+          .update(password + user)
+          .digest("hex")}`,
+      ),
+      Buffer.from(verifier),
+    );
   return same(Buffer.from(password), Buffer.from(verifier));
 }
 

@@ -5,7 +5,9 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 
 const LIMIT = 450;
-const files = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "*.ts", "*.tsx", "*.mjs", "*.cjs"], { encoding: "utf8" })
+const files = execFileSync("git", ["ls-files", "--cached", "--others", "--exclude-standard", "*.ts", "*.tsx", "*.mjs", "*.cjs"], {
+  encoding: "utf8",
+})
   .split("\n")
   .filter((f) => f && !f.endsWith(".d.ts"));
 const over = files.flatMap((file) => {
@@ -17,7 +19,9 @@ const over = files.flatMap((file) => {
   }
   const lines = text.split("\n").length;
   const head = text.split("\n").slice(0, 15).join("\n");
-  return lines > LIMIT && !head.includes("Longer than 450 lines:") ? [`${file}: ${lines} lines (limit ${LIMIT}; split it, or say why at its top: "Longer than 450 lines: …")`] : [];
+  return lines > LIMIT && !head.includes("Longer than 450 lines:")
+    ? [`${file}: ${lines} lines (limit ${LIMIT}; split it, or say why at its top: "Longer than 450 lines: …")`]
+    : [];
 });
 for (const line of over) console.error(line);
 process.exitCode = over.length ? 1 : 0;

@@ -26,7 +26,8 @@ export async function listDeadLetters(settings: Settings, options: { url?: strin
     signal: AbortSignal.timeout(15_000),
   });
   const body = (await response.json().catch(() => null)) as { deadLetters?: DeadLetterView[]; error?: { message: string } } | null;
-  if (!response.ok || !body?.deadLetters) throw new Error(`inbox:dead: ${base} answered ${response.status}: ${body?.error?.message ?? "no dead letters list"}`);
+  if (!response.ok || !body?.deadLetters)
+    throw new Error(`inbox:dead: ${base} answered ${response.status}: ${body?.error?.message ?? "no dead letters list"}`);
   return body.deadLetters;
 }
 
@@ -44,13 +45,19 @@ export function formatDeadLetters(letters: DeadLetterView[]): string {
   const header = ["last failure", "origin", "update", "person", "tries", "text", "error"];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.slice(0, 1000).map((r) => (i < 6 ? r[i]!.length : 0))));
   const line = (cells: string[]) => cells.map((cell, i) => (i < 6 ? cell.padEnd(widths[i]!) : cell)).join("  ");
-  return [line(header), line(widths.map((w, i) => (i < 6 ? "-".repeat(w) : "-----"))), ...rows.map(line), `${letters.length} dead letter${letters.length === 1 ? "" : "s"}`].join("\n");
+  return [
+    line(header),
+    line(widths.map((w, i) => (i < 6 ? "-".repeat(w) : "-----"))),
+    ...rows.map(line),
+    `${letters.length} dead letter${letters.length === 1 ? "" : "s"}`,
+  ].join("\n");
 }
 
 runMain(import.meta, async () => {
   const { values } = parseArgs({ options: { url: { type: "string" }, limit: { type: "string" }, "env-file": { type: "string" } } });
   const limit = values.limit === undefined ? undefined : Number(values.limit);
-  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000)) throw new UsageError("--limit takes a whole number from 1 to 1000");
+  if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= 1000))
+    throw new UsageError("--limit takes a whole number from 1 to 1000");
   const letters = await listDeadLetters(loadSettings(process.env, values["env-file"]), { url: values.url, limit });
   console.log(formatDeadLetters(letters));
   return 0;

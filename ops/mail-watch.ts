@@ -11,7 +11,11 @@ import { Database } from "../db/database";
 import { watchesExpiringBefore } from "../db/repositories/connections";
 import { loadSettings, requireSettings, runMain } from "./cli";
 
-export async function mailWatch(environment: NodeJS.ProcessEnv = process.env, log = console.log, accounts: string[] = []): Promise<WatchResult[]> {
+export async function mailWatch(
+  environment: NodeJS.ProcessEnv = process.env,
+  log = console.log,
+  accounts: string[] = [],
+): Promise<WatchResult[]> {
   const settings = loadSettings(environment);
   const { DATABASE_URL } = requireSettings(
     settings,

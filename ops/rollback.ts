@@ -7,7 +7,10 @@ import { loadSettings, requireSettings, runMain, type Settings } from "./cli";
 import { smoke } from "./smoke";
 import { currentDeployment, mainVersion, wranglerOk } from "./wrangler";
 
-export async function rollback(settings: Settings, { to, log = console.log }: { to?: string; log?: (line: string) => void } = {}): Promise<boolean> {
+export async function rollback(
+  settings: Settings,
+  { to, log = console.log }: { to?: string; log?: (line: string) => void } = {},
+): Promise<boolean> {
   const { APP_BASE_URL: base } = requireSettings(settings, ["APP_BASE_URL"], "rollback");
   const before = mainVersion(await currentDeployment(settings));
   await wranglerOk(settings, ["rollback", ...(to ? [to] : []), "--message", `npm run rollback${to ? ` --to ${to}` : ""}`, "--yes"]);
@@ -32,12 +35,19 @@ export async function listVersions(settings: Settings, log = console.log): Promi
   log("version                               created                   traffic  message");
   for (const v of [...versions].sort((a, b) => String(b.metadata?.created_on).localeCompare(String(a.metadata?.created_on)))) {
     const share = traffic.get(v.id);
-    log(`${v.id.padEnd(36)}  ${String(v.metadata?.created_on ?? "").slice(0, 24).padEnd(24)}  ${(share === undefined ? "" : `${share}%`).padStart(7)}  ${v.annotations?.["workers/message"] ?? ""}`);
+    log(
+      `${v.id.padEnd(36)}  ${String(v.metadata?.created_on ?? "")
+        .slice(0, 24)
+        .padEnd(24)}  ${(share === undefined ? "" : `${share}%`).padStart(7)}  ${v.annotations?.["workers/message"] ?? ""}`,
+    );
   }
 }
 
 runMain(import.meta, async () => {
-  const { values, positionals } = parseArgs({ options: { to: { type: "string" }, "env-file": { type: "string" } }, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    options: { to: { type: "string" }, "env-file": { type: "string" } },
+    allowPositionals: true,
+  });
   const settings = loadSettings(process.env, values["env-file"]);
   if (positionals[0] === "versions") {
     await listVersions(settings);
@@ -45,4 +55,3 @@ runMain(import.meta, async () => {
   }
   return (await rollback(settings, values.to ? { to: values.to } : {})) ? 0 : 1;
 });
-

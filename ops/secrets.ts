@@ -68,14 +68,20 @@ export function parseEnvExample(text: string): EnvExample {
     all.push(name);
     if (inExtras) {
       const label = blockStart === undefined ? null : LABEL_LINE.exec(blockStart);
-      if (!label) throw new Error(`.env.example: ${name} is below "${EXTRA_GROUP_HEADER}" without a comment starting "# Setup:" or "# Optional:" right above it`);
+      if (!label)
+        throw new Error(
+          `.env.example: ${name} is below "${EXTRA_GROUP_HEADER}" without a comment starting "# Setup:" or "# Optional:" right above it`,
+        );
       extras.push({ name, kind: label[1] === "Setup" ? "setup" : "optional", note: label[2]! });
     } else {
       spec.push(name);
     }
     blockStart = undefined;
   }
-  if (!inExtras) throw new Error(`.env.example has no "${EXTRA_GROUP_HEADER}" header line: the spec's ${SPEC_SECRET_COUNT} secrets cannot be told apart`);
+  if (!inExtras)
+    throw new Error(
+      `.env.example has no "${EXTRA_GROUP_HEADER}" header line: the spec's ${SPEC_SECRET_COUNT} secrets cannot be told apart`,
+    );
   if (spec.length !== SPEC_SECRET_COUNT) {
     throw new Error(
       `.env.example lists ${spec.length} names above "${EXTRA_GROUP_HEADER}", where the spec's ${SPEC_SECRET_COUNT} secrets go: ${spec.join(", ")}. ` +
@@ -135,7 +141,10 @@ export async function pushSecrets(environment: NodeJS.ProcessEnv, envFile: strin
   if (runtime.length === 0) throw new UsageError(`no secrets to push in ${envFile}`);
   log(`secrets:push  ${runtime.length} secrets the Worker reads: ${runtime.join(", ")}`);
   const values = Object.fromEntries(runtime.map((n) => [n, settings[n]!]));
-  await wranglerOk({ ...settings }, ["secret", "bulk"], { input: JSON.stringify(values), echo: (line) => log(`  wrangler │ ${redact(line, Object.values(values))}`) });
+  await wranglerOk({ ...settings }, ["secret", "bulk"], {
+    input: JSON.stringify(values),
+    echo: (line) => log(`  wrangler │ ${redact(line, Object.values(values))}`),
+  });
   log("secrets:push  done (values not shown)");
   return runtime;
 }

@@ -55,7 +55,8 @@ export async function smoke({ baseUrl, settings, checks = "all", log = console.l
     const key = settings.INNGEST_SIGNING_KEY;
     if (!key) throw new Error("INNGEST_SIGNING_KEY is not set (the introspection must be signed)");
     const { status, body } = await getJson(`${base}/api/workflows`, { "X-Inngest-Signature": await inngestSignature("", key) });
-    const good = status === 200 && body.has_event_key === true && body.has_signing_key === true && body.mode === "cloud" && body.function_count === 8;
+    const good =
+      status === 200 && body.has_event_key === true && body.has_signing_key === true && body.mode === "cloud" && body.function_count === 8;
     const summary = `has_event_key ${body.has_event_key}, has_signing_key ${body.has_signing_key}, mode ${body.mode}, function_count ${body.function_count}`;
     expect(good, `status ${status}, ${summary}`);
     return summary;
@@ -79,7 +80,10 @@ export async function smoke({ baseUrl, settings, checks = "all", log = console.l
     });
     await response.body?.cancel();
     const location = response.headers.get("location") ?? "";
-    expect(response.status === 307 && new URL(location, base).pathname === "/login", `status ${response.status}, location ${location || "none"}`);
+    expect(
+      response.status === 307 && new URL(location, base).pathname === "/login",
+      `status ${response.status}, location ${location || "none"}`,
+    );
     return `307 → ${location}`;
   });
 
@@ -87,7 +91,10 @@ export async function smoke({ baseUrl, settings, checks = "all", log = console.l
     const info = await webhookInfo(settings);
     const expected = `${base}/api/messenger/webhook`;
     expect(info.url === expected, `url ${info.url || "(none)"}, expected ${expected}`);
-    expect(info.pending_update_count === 0, `pending_update_count ${info.pending_update_count}${info.last_error_message ? `, last error: ${info.last_error_message}` : ""}`);
+    expect(
+      info.pending_update_count === 0,
+      `pending_update_count ${info.pending_update_count}${info.last_error_message ? `, last error: ${info.last_error_message}` : ""}`,
+    );
     return `url ${info.url}, pending_update_count 0`;
   });
 
@@ -100,12 +107,18 @@ export async function smoke({ baseUrl, settings, checks = "all", log = console.l
 }
 
 /** getWebhookInfo for the configured bot (TELEGRAM_API_ROOT lets tests use a stand-in). */
-export async function webhookInfo(settings: Settings): Promise<{ url: string; pending_update_count: number; last_error_message?: string; allowed_updates?: string[] }> {
+export async function webhookInfo(
+  settings: Settings,
+): Promise<{ url: string; pending_update_count: number; last_error_message?: string; allowed_updates?: string[] }> {
   const token = settings.TELEGRAM_BOT_TOKEN;
   if (!token) throw new Error("TELEGRAM_BOT_TOKEN is not set");
   const root = (settings.TELEGRAM_API_ROOT ?? "https://api.telegram.org").replace(/\/+$/, "");
   const response = await fetch(`${root}/bot${token}/getWebhookInfo`, { signal: AbortSignal.timeout(TIMEOUT_MS) });
-  const body = (await response.json()) as { ok: boolean; result?: { url: string; pending_update_count: number; last_error_message?: string; allowed_updates?: string[] }; description?: string };
+  const body = (await response.json()) as {
+    ok: boolean;
+    result?: { url: string; pending_update_count: number; last_error_message?: string; allowed_updates?: string[] };
+    description?: string;
+  };
   if (!body.ok || !body.result) throw new Error(`getWebhookInfo failed: ${body.description ?? response.status}`);
   return body.result;
 }
@@ -125,7 +138,13 @@ async function endToEnd(base: string, settings: Settings): Promise<string> {
       headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": settings.TELEGRAM_WEBHOOK_SECRET! },
       body: JSON.stringify({
         update_id: ++updateId,
-        message: { message_id: updateId % 1_000_000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Smoke" }, text },
+        message: {
+          message_id: updateId % 1_000_000,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: chatId, type: "private" },
+          from: { id: chatId, is_bot: false, first_name: "Smoke" },
+          text,
+        },
       }),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
@@ -149,11 +168,19 @@ async function endToEnd(base: string, settings: Settings): Promise<string> {
     const captureMs = Date.now() - sentAt;
     await send("which books did I read?");
 
-    const traces = await poll("two traces tagged bot and message", async () => {
-      const found = (await langfuseTraces(settings, userId)).filter((t) => new Date(t.timestamp ?? 0).getTime() >= startedAt.getTime() - 60_000);
-      const ours = found.filter((t) => typeof t.input === "string" && (t.input.includes(title) || /which books did i read/i.test(t.input)));
-      return ours.length >= 2 && ours.every((t) => t.output !== undefined && t.output !== null) ? ours : undefined;
-    }, 30_000);
+    const traces = await poll(
+      "two traces tagged bot and message",
+      async () => {
+        const found = (await langfuseTraces(settings, userId)).filter(
+          (t) => new Date(t.timestamp ?? 0).getTime() >= startedAt.getTime() - 60_000,
+        );
+        const ours = found.filter(
+          (t) => typeof t.input === "string" && (t.input.includes(title) || /which books did i read/i.test(t.input)),
+        );
+        return ours.length >= 2 && ours.every((t) => t.output !== undefined && t.output !== null) ? ours : undefined;
+      },
+      30_000,
+    );
     const recall = traces.find((t) => /which books/i.test(String(t.input)));
     expect(String(recall?.output ?? "").includes(title), `the recall reply does not name the book: ${JSON.stringify(recall?.output)}`);
     expect(captureMs <= REPLY_BUDGET_MS, `the book was stored ${captureMs} ms after the message (budget ${REPLY_BUDGET_MS} ms)`);
@@ -176,7 +203,10 @@ async function langfuseTraces(settings: Settings, userId: string): Promise<Langf
   const query = new URLSearchParams({ userId, limit: "20" });
   for (const tag of ["bot", "message"]) query.append("tags", tag);
   const auth = Buffer.from(`${settings.LANGFUSE_PUBLIC_KEY}:${settings.LANGFUSE_SECRET_KEY}`).toString("base64");
-  const response = await fetch(`${base}/api/public/traces?${query}`, { headers: { authorization: `Basic ${auth}` }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+  const response = await fetch(`${base}/api/public/traces?${query}`, {
+    headers: { authorization: `Basic ${auth}` },
+    signal: AbortSignal.timeout(TIMEOUT_MS),
+  });
   if (!response.ok) throw new Error(`Langfuse API answered ${response.status}`);
   return ((await response.json()) as { data: LangfuseTrace[] }).data;
 }

@@ -47,7 +47,10 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
     log(`postgres  ${redact(databaseUrl)}`);
   }
   // The Worker connects as its login role, as it does through Hyperdrive in production.
-  const worker = { role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE, password: settings.DATABASE_WORKER_PASSWORD || localWorkerPassword(stateDir) };
+  const worker = {
+    role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE,
+    password: settings.DATABASE_WORKER_PASSWORD || localWorkerPassword(stateDir),
+  };
   await setupDatabase(databaseUrl, (line) => log(`db:setup  ${line}`), { worker });
   const hyperdriveUrl = workerDatabaseUrl(databaseUrl, worker);
 
@@ -61,8 +64,21 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
 
   const wrangler = spawn(
     `${root}node_modules/.bin/wrangler`,
-    ["dev", "--local", "--ip", "127.0.0.1", "--port", String(port), "--env-file", envFile,
-      "--persist-to", `${stateDir}/wrangler`, "--show-interactive-dev-session=false", "--log-level", settings.WRANGLER_LOG ?? "warn"],
+    [
+      "dev",
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--env-file",
+      envFile,
+      "--persist-to",
+      `${stateDir}/wrangler`,
+      "--show-interactive-dev-session=false",
+      "--log-level",
+      settings.WRANGLER_LOG ?? "warn",
+    ],
     {
       cwd: root,
       detached: true, // its own process group, so stopping it also stops workerd and esbuild
@@ -79,10 +95,11 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   const exited = new Promise<number>((resolve) => wrangler.once("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 
   let stopping: Promise<void> | undefined;
-  const stop = () => (stopping ??= (async () => {
-    await stopGroup(wrangler, exited);
-    await embedded?.stop();
-  })());
+  const stop = () =>
+    (stopping ??= (async () => {
+      await stopGroup(wrangler, exited);
+      await embedded?.stop();
+    })());
   void exited.then(() => embedded?.stop());
 
   try {

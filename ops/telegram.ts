@@ -40,7 +40,9 @@ async function warnIfJoinsGroups(root: string, token: string, log: (line: string
     else if (me.result?.can_join_groups) log(JOIN_GROUPS_WARNING);
     else log(`telegram:register  getMe: @${me.result?.username ?? "?"} cannot be added to groups`);
   } catch (error) {
-    log(`telegram:register  getMe failed (${error instanceof Error ? error.message : String(error)}): could not check whether the bot can join groups`);
+    log(
+      `telegram:register  getMe failed (${error instanceof Error ? error.message : String(error)}): could not check whether the bot can join groups`,
+    );
   }
 }
 

@@ -66,7 +66,16 @@ export async function wranglerOk(settings: Settings, args: string[], options: Wr
   const run = await wrangler(settings, args, options);
   if (run.code !== 0) {
     const last = `${run.stderr}\n${run.stdout}`.trim().split("\n").filter(Boolean).at(-1) ?? "";
-    const command = args.slice(0, Math.max(1, args.findIndex((a) => a.startsWith("-")))).slice(0, 2).join(" ");
+    const command = args
+      .slice(
+        0,
+        Math.max(
+          1,
+          args.findIndex((a) => a.startsWith("-")),
+        ),
+      )
+      .slice(0, 2)
+      .join(" ");
     throw new Error(`wrangler ${command} failed (exit ${run.code}): ${last}`.replace(/\s+/g, " "));
   }
   return run;

@@ -126,9 +126,7 @@ export function loadConfig(env: object): Config {
   const cached = parsed.get(env);
   if (cached) return cached;
   // Empty strings mean "not set" (an unset key in .env files arrives as "").
-  const present = Object.fromEntries(
-    Object.entries(env).filter(([, value]) => typeof value === "string" && value.trim() !== ""),
-  );
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => typeof value === "string" && value.trim() !== ""));
   const result = ConfigSchema.safeParse(present);
   if (!result.success) {
     throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join(".")} ${issue.message}`));

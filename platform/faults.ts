@@ -11,9 +11,19 @@ export type FailureKind = "transient" | "permanent";
 
 /** Node and workerd socket error codes of a connection that could not be made or was lost. */
 const NETWORK_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
   // postgres.js
-  "CONNECT_TIMEOUT", "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
 ]);
 
 /** SQLSTATEs of a server that is going away, overloaded, or asking for a retry. */
@@ -29,11 +39,21 @@ function transientSqlState(code: string): boolean {
 }
 
 /** Messages of workerd's sockets and fetch when the other side is gone. */
-const NETWORK_MESSAGE = /network connection lost|connection (refused|reset|closed)|socket hang up|stream was cancelled|fetch failed|proxy request failed|timed? ?out|econnrefused|econnreset/i;
+const NETWORK_MESSAGE =
+  /network connection lost|connection (refused|reset|closed)|socket hang up|stream was cancelled|fetch failed|proxy request failed|timed? ?out|econnrefused|econnreset/i;
 
 export function classifyFailure(error: unknown, depth = 0): FailureKind {
   if (depth > 4 || error === null || typeof error !== "object") return "permanent";
-  const e = error as { name?: string; code?: unknown; message?: string; cause?: unknown; isRetryable?: boolean; statusCode?: number; lastError?: unknown; error?: unknown };
+  const e = error as {
+    name?: string;
+    code?: unknown;
+    message?: string;
+    cause?: unknown;
+    isRetryable?: boolean;
+    statusCode?: number;
+    lastError?: unknown;
+    error?: unknown;
+  };
   if (e.name === "DeadlineError" || e.name === "TimeoutError" || e.name === "AbortError") return "transient";
   if (error instanceof GrammyError) return error.error_code === 429 || error.error_code >= 500 ? "transient" : "permanent";
   if (error instanceof HttpError) return "transient";
@@ -46,6 +66,7 @@ export function classifyFailure(error: unknown, depth = 0): FailureKind {
   if (e.name === "AI_RetryError" && e.lastError) return classifyFailure(e.lastError, depth + 1);
   if (typeof e.message === "string" && NETWORK_MESSAGE.test(e.message)) return "transient";
   // Wrapped errors: grammY's BotError (.error), standard .cause.
-  for (const inner of [e.cause, e.error]) if (inner && inner !== error && classifyFailure(inner, depth + 1) === "transient") return "transient";
+  for (const inner of [e.cause, e.error])
+    if (inner && inner !== error && classifyFailure(inner, depth + 1) === "transient") return "transient";
   return "permanent";
 }

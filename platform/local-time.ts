@@ -6,44 +6,44 @@
 /** Cities people name that are not the last part of a zone name (kept modest: the big ones). */
 const CITY_ALIASES: Record<string, string> = {
   "san francisco": "America/Los_Angeles",
-  "seattle": "America/Los_Angeles",
+  seattle: "America/Los_Angeles",
   "san diego": "America/Los_Angeles",
   "las vegas": "America/Los_Angeles",
-  "boston": "America/New_York",
-  "washington": "America/New_York",
+  boston: "America/New_York",
+  washington: "America/New_York",
   "washington dc": "America/New_York",
-  "miami": "America/New_York",
-  "atlanta": "America/New_York",
-  "philadelphia": "America/New_York",
-  "houston": "America/Chicago",
-  "dallas": "America/Chicago",
-  "austin": "America/Chicago",
-  "montreal": "America/Toronto",
+  miami: "America/New_York",
+  atlanta: "America/New_York",
+  philadelphia: "America/New_York",
+  houston: "America/Chicago",
+  dallas: "America/Chicago",
+  austin: "America/Chicago",
+  montreal: "America/Toronto",
   "rio de janeiro": "America/Sao_Paulo",
-  "munich": "Europe/Berlin",
-  "hamburg": "Europe/Berlin",
-  "frankfurt": "Europe/Berlin",
-  "cologne": "Europe/Berlin",
-  "barcelona": "Europe/Madrid",
-  "milan": "Europe/Rome",
-  "geneva": "Europe/Zurich",
+  munich: "Europe/Berlin",
+  hamburg: "Europe/Berlin",
+  frankfurt: "Europe/Berlin",
+  cologne: "Europe/Berlin",
+  barcelona: "Europe/Madrid",
+  milan: "Europe/Rome",
+  geneva: "Europe/Zurich",
   "st petersburg": "Europe/Moscow",
   "saint petersburg": "Europe/Moscow",
-  "kyiv": "Europe/Kyiv",
-  "beijing": "Asia/Shanghai",
-  "shenzhen": "Asia/Shanghai",
-  "mumbai": "Asia/Kolkata",
-  "delhi": "Asia/Kolkata",
+  kyiv: "Europe/Kyiv",
+  beijing: "Asia/Shanghai",
+  shenzhen: "Asia/Shanghai",
+  mumbai: "Asia/Kolkata",
+  delhi: "Asia/Kolkata",
   "new delhi": "Asia/Kolkata",
-  "bangalore": "Asia/Kolkata",
-  "kolkata": "Asia/Kolkata",
+  bangalore: "Asia/Kolkata",
+  kolkata: "Asia/Kolkata",
   "ho chi minh city": "Asia/Ho_Chi_Minh",
-  "osaka": "Asia/Tokyo",
-  "kyoto": "Asia/Tokyo",
-  "canberra": "Australia/Sydney",
-  "wellington": "Pacific/Auckland",
-  "utc": "UTC",
-  "gmt": "UTC",
+  osaka: "Asia/Tokyo",
+  kyoto: "Asia/Tokyo",
+  canberra: "Australia/Sydney",
+  wellington: "Pacific/Auckland",
+  utc: "UTC",
+  gmt: "UTC",
 };
 
 /** Names, never offsets: "+02:00" as a zone means opposite things to Intl and to Postgres's POSIX rules. */
@@ -143,7 +143,11 @@ const WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"];
 
 /** What a clock in `zone` shows at `instant`. */
 function wallTime(instant: Date, zone: string): WallTime {
-  const parts = Object.fromEntries(formatterFor(zone).formatToParts(instant).map((p) => [p.type, p.value]));
+  const parts = Object.fromEntries(
+    formatterFor(zone)
+      .formatToParts(instant)
+      .map((p) => [p.type, p.value]),
+  );
   return {
     year: Number(parts.year),
     month: Number(parts.month),
@@ -169,7 +173,14 @@ function offsetAt(instant: number, zone: string): number {
 export function localToInstant(local: string, zone: string): Date {
   const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?$/.exec(local);
   if (!match) throw new RangeError(`not a local date and time: ${local}`);
-  const [year, month, day, hour, minute, second] = match.slice(1).map((n) => Number(n ?? 0)) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = match.slice(1).map((n) => Number(n ?? 0)) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const asUtc = Date.UTC(year, month - 1, day, hour, minute, second);
   const before = offsetAt(asUtc - 86_400_000, zone);
   const after = offsetAt(asUtc + 86_400_000, zone);
@@ -180,7 +191,15 @@ export function localToInstant(local: string, zone: string): Date {
 
 /** "Tue 24 Nov, 09:00" in `zone`: how reminders are listed to the person. */
 export function formatLocal(instant: Date, zone: string): string {
-  return instant.toLocaleString("en-GB", { timeZone: zone, weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  return instant.toLocaleString("en-GB", {
+    timeZone: zone,
+    weekday: "short",
+    day: "numeric",
+    month: "short",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
 }
 
 /** "09:00" in `zone` (in UTC when the runtime does not know `zone`): the time of day the morning brief lists. */

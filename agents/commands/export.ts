@@ -13,7 +13,11 @@ export function exportCommand(): Reply {
 }
 
 /** The person's whole export: their rows and `conversation`, as a file named for the day it was made. */
-export async function exportFile(db: Database, userId: string, conversation: ExportMessage[]): Promise<{ name: string; document: SomaExportV1; bytes: Uint8Array }> {
+export async function exportFile(
+  db: Database,
+  userId: string,
+  conversation: ExportMessage[],
+): Promise<{ name: string; document: SomaExportV1; bytes: Uint8Array }> {
   const memory = await db.withUser(userId, (tx) => exportMemory(tx));
   const document: SomaExportV1 = { ...memory, conversation };
   return {

@@ -13,7 +13,7 @@ import type { Reply } from "../inbox";
 export const WELCOME = [
   "Hi, I'm Soma. I remember what matters to you and find it again when you ask.",
   "",
-  "Tell me things like \"I just finished reading Dune\" or \"I visited Lisbon\", then ask \"which books did I read?\".",
+  'Tell me things like "I just finished reading Dune" or "I visited Lisbon", then ask "which books did I read?".',
   "",
   "/memories — what I remember · /facts — what I know about you · /forget <words> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
   "/timezone <city> — so reminders and briefs follow your clock, e.g. /timezone Berlin",
@@ -65,7 +65,10 @@ export async function answerCommand(text: string, context: CommandContext): Prom
     case "memories": {
       const type = argument.toLowerCase().replace(/s$/, "") || undefined;
       const items = await db.withUser(userId, (tx) => recentEntities(tx, 30, type));
-      if (items.length === 0) return type ? `I don't remember any ${type}s yet.` : "I don't remember anything yet. Tell me about a book you read or a place you visited.";
+      if (items.length === 0)
+        return type
+          ? `I don't remember any ${type}s yet.`
+          : "I don't remember anything yet. Tell me about a book you read or a place you visited.";
       return [`Your ${type ? `${type}s` : "recent memories"}:`, ...items.map((e) => `• ${e.name} (${e.type})`)].join("\n");
     }
     case "forget":

@@ -11,9 +11,11 @@ const LINE_TEXT = 200;
 
 /** /facts: the person's current facts, numbered, with confidence. */
 export async function factsCommand(db: Database, userId: string, argument: string): Promise<string> {
-  if (argument) return "/facts takes nothing after it: it lists what I know about you. To correct a fact, just tell me (e.g. \"I don't live in Berlin any more\").";
+  if (argument)
+    return '/facts takes nothing after it: it lists what I know about you. To correct a fact, just tell me (e.g. "I don\'t live in Berlin any more").';
   const facts = await db.withUser(userId, (tx) => listFacts(tx, { history: false, limit: LISTED + 1 }));
-  if (facts.length === 0) return "I don't know any facts about you yet. They come from what you tell me, e.g. \"I live in Berlin\" or \"I'm vegetarian\".";
+  if (facts.length === 0)
+    return 'I don\'t know any facts about you yet. They come from what you tell me, e.g. "I live in Berlin" or "I\'m vegetarian".';
   const lines = facts.slice(0, LISTED).map((fact, i) => {
     const text = fact.statement.length > LINE_TEXT ? `${fact.statement.slice(0, LINE_TEXT - 1)}…` : fact.statement;
     return `${i + 1}. ${text} (${fact.category}, confidence ${Math.round(fact.confidence * 100)}%)`;

@@ -6,7 +6,14 @@
 // have, or a reminder on it that is no longer waiting, gets an answer saying so — never another one.
 import type { Database } from "../../db/database";
 import { personZone, setTimezone } from "../../db/repositories/people";
-import { cancelReminder, LISTED_LIMIT, rememberShownList, shownList, upcomingReminders, type ReminderItem } from "../../db/repositories/reminders";
+import {
+  cancelReminder,
+  LISTED_LIMIT,
+  rememberShownList,
+  shownList,
+  upcomingReminders,
+  type ReminderItem,
+} from "../../db/repositories/reminders";
 import { formatLocal, resolveTimeZone } from "../../platform/local-time";
 
 const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
@@ -38,11 +45,17 @@ export async function remindersCommand(db: Database, userId: string): Promise<st
     const zone = await personZone(tx);
     const upcoming = await upcomingReminders(tx, LISTED_LIMIT + 1);
     // An empty list is remembered too: a /cancel 2 after it must not reach an older list.
-    await rememberShownList(tx, userId, upcoming.slice(0, LISTED_LIMIT).map((r) => r.id));
+    await rememberShownList(
+      tx,
+      userId,
+      upcoming.slice(0, LISTED_LIMIT).map((r) => r.id),
+    );
     return { zone, upcoming };
   });
-  if (upcoming.length === 0) return "You have no upcoming reminders. Ask me for one, e.g. \"remind me to call mum tomorrow at 9\".";
-  const lines = upcoming.slice(0, LISTED_LIMIT).map((r, i) => `${i + 1}. ${formatLocal(new Date(r.at), zone)} — ${clip(r.text, LINE_TEXT)}`);
+  if (upcoming.length === 0) return 'You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".';
+  const lines = upcoming
+    .slice(0, LISTED_LIMIT)
+    .map((r, i) => `${i + 1}. ${formatLocal(new Date(r.at), zone)} — ${clip(r.text, LINE_TEXT)}`);
   if (upcoming.length > LISTED_LIMIT) lines.push(`…and more later; cancel some of these to see them.`);
   return [`Your upcoming reminders (${zone} time):`, ...lines, "", "Cancel one with /cancel <number>, e.g. /cancel 1"].join("\n");
 }

@@ -68,7 +68,14 @@ function readSettings(config: Config) {
   const { POSTHOG_PERSONAL_API_KEY: key, POSTHOG_PROJECT_ID: project } = config;
   return {
     revokeUrl: config.GOOGLE_REVOKE_URL ?? new URL("revoke", config.GOOGLE_TOKEN_URL).toString(),
-    posthog: key && project ? { key, project, host: config.POSTHOG_APP_HOST ?? (config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(".i.posthog.com", ".posthog.com") } : null,
+    posthog:
+      key && project
+        ? {
+            key,
+            project,
+            host: config.POSTHOG_APP_HOST ?? (config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(".i.posthog.com", ".posthog.com"),
+          }
+        : null,
   };
 }
 
@@ -81,12 +88,21 @@ async function openGoogleGrant(config: Config, db: Database, userId: string): Pr
 }
 
 /** Stops the mailbox's push notifications, then revokes the grant (which also ends its access tokens). */
-async function releaseGoogleGrant(config: Config, revokeUrl: string, grant: GoogleGrant | null, signal: AbortSignal): Promise<ErasureOutcome> {
+async function releaseGoogleGrant(
+  config: Config,
+  revokeUrl: string,
+  grant: GoogleGrant | null,
+  signal: AbortSignal,
+): Promise<ErasureOutcome> {
   if (!grant) return "not connected";
   const { GOOGLE_CLIENT_ID: id, GOOGLE_CLIENT_SECRET: secret } = config;
   const gmail = new GmailClient(async (refresh) => {
     if (!refresh || !grant.refreshToken || !id || !secret) return grant.accessToken;
-    const tokens = await withDeadline(new OAuth2Client(id, secret, null).refreshAccessToken(config.GOOGLE_TOKEN_URL, grant.refreshToken, []), CALL_DEADLINE_MS, "google token");
+    const tokens = await withDeadline(
+      new OAuth2Client(id, secret, null).refreshAccessToken(config.GOOGLE_TOKEN_URL, grant.refreshToken, []),
+      CALL_DEADLINE_MS,
+      "google token",
+    );
     return tokens.accessToken();
   }, config.GMAIL_API_URL);
   const stopped = await gmail.stop(callSignal(signal)).then(
@@ -102,7 +118,10 @@ async function deleteLangfuseTraces(config: Config, userId: string, signal: Abor
   if (!config.LANGFUSE_PUBLIC_KEY || !config.LANGFUSE_SECRET_KEY) return "not configured";
   const base = `${(config.LANGFUSE_BASE_URL ?? "https://cloud.langfuse.com").replace(/\/+$/, "")}/api/public/traces`;
   const authorization = `Basic ${btoa(`${config.LANGFUSE_PUBLIC_KEY}:${config.LANGFUSE_SECRET_KEY}`)}`;
-  const TraceList = z.object({ data: z.array(z.object({ id: z.string() })), meta: z.object({ totalPages: z.number() }).partial().optional() });
+  const TraceList = z.object({
+    data: z.array(z.object({ id: z.string() })),
+    meta: z.object({ totalPages: z.number() }).partial().optional(),
+  });
   const ids: string[] = [];
   let pages = 0;
   for (let page = 1; page <= LANGFUSE_MAX_PAGES; page++) {
@@ -124,19 +143,21 @@ async function deleteLangfuseTraces(config: Config, userId: string, signal: Abor
 }
 
 /** PostHog's bulk person deletion by distinct id (the person's users.id), their events queued for deletion too. */
-async function deletePosthogPerson(posthog: { key: string; project: string; host: string } | null, userId: string, signal: AbortSignal): Promise<ErasureOutcome> {
+async function deletePosthogPerson(
+  posthog: { key: string; project: string; host: string } | null,
+  userId: string,
+  signal: AbortSignal,
+): Promise<ErasureOutcome> {
   if (!posthog) return "not configured (POSTHOG_PERSONAL_API_KEY, POSTHOG_PROJECT_ID)";
   const url = `${posthog.host.replace(/\/+$/, "")}/api/projects/${posthog.project}/persons/bulk_delete/`;
-  const answer = z
-    .looseObject({ persons_deleted: z.number().optional() })
-    .parse(
-      await requestJson(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${posthog.key}`, "content-type": "application/json" },
-        body: JSON.stringify({ distinct_ids: [userId], delete_events: true }),
-        signal: callSignal(signal),
-      }),
-    );
+  const answer = z.looseObject({ persons_deleted: z.number().optional() }).parse(
+    await requestJson(url, {
+      method: "POST",
+      headers: { authorization: `Bearer ${posthog.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ distinct_ids: [userId], delete_events: true }),
+      signal: callSignal(signal),
+    }),
+  );
   return `person deleted (${answer.persons_deleted ?? 0}), events queued for deletion`;
 }
 

@@ -112,7 +112,11 @@ export class TelegramSender {
 
   /** Shows "typing…" in the chat (best effort: a failure or a slow Bot API never fails or holds a turn). */
   async typing(chatId: number): Promise<void> {
-    await withDeadline((signal) => this.#api.sendChatAction(chatId, "typing", undefined, grammySignal(signal)), this.#typingDeadlineMs, "telegram").catch(() => {});
+    await withDeadline(
+      (signal) => this.#api.sendChatAction(chatId, "typing", undefined, grammySignal(signal)),
+      this.#typingDeadlineMs,
+      "telegram",
+    ).catch(() => {});
   }
 
   async #withRetries<T>(call: () => Promise<T>, signal: AbortSignal, deadlineAt: number): Promise<T> {

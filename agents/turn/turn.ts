@@ -3,7 +3,15 @@
 // chat()). A failed turn apologises at once on the web; a Telegram turn's failure goes back to the
 // inbox, which retries it or gives up on it. Traces, product events and the turn-completed event
 // (fact extraction) are sent in the background.
-import { convertToModelMessages, createUIMessageStream, isStepCount, streamText, type LanguageModel, type UIMessage, type UIMessageChunk } from "ai";
+import {
+  convertToModelMessages,
+  createUIMessageStream,
+  isStepCount,
+  streamText,
+  type LanguageModel,
+  type UIMessage,
+  type UIMessageChunk,
+} from "ai";
 import type { Database } from "../../db/database";
 import type { SourceRef } from "../../db/repositories/memory";
 import { profileOf } from "../../db/repositories/people";
@@ -79,8 +87,10 @@ export function turnStream(turn: Turn) {
   if (channel === "web") telemetry.capture({ event: "message_received", userId: userId, properties: { channel } });
   let toolCalls = 0;
   const onActivity = (activity: MemoryActivity) => {
-    if (activity.kind === "captured") telemetry.capture({ event: "memory_captured", userId: userId, properties: { type: activity.type, created: activity.created } });
-    if (activity.kind === "recalled") telemetry.capture({ event: "memory_recalled", userId: userId, properties: { results: activity.results, typed: activity.typed } });
+    if (activity.kind === "captured")
+      telemetry.capture({ event: "memory_captured", userId: userId, properties: { type: activity.type, created: activity.created } });
+    if (activity.kind === "recalled")
+      telemetry.capture({ event: "memory_recalled", userId: userId, properties: { results: activity.results, typed: activity.typed } });
   };
   const trace = tracer.startTurn({ userId: userId, channel, input: last ? textOf(last) : "", messageId: source.externalId });
 

@@ -50,7 +50,11 @@ export function fetchWithDeadline(ms: number): typeof fetch {
     try {
       return await fetch(input, { ...init, signal });
     } catch (error) {
-      const cause = timeout.aborted ? new DeadlineError("inngest", ms) : signal.aborted && signal.reason instanceof DeadlineError ? signal.reason : error;
+      const cause = timeout.aborted
+        ? new DeadlineError("inngest", ms)
+        : signal.aborted && signal.reason instanceof DeadlineError
+          ? signal.reason
+          : error;
       throw new TypeError(`fetch failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     }
   };
@@ -82,7 +86,10 @@ const PAUSE_AFTER_FAILURE_MS = 30_000;
 const pausedUntil = new Map<string, number>();
 
 function eventsAddress(config: Config): string {
-  return config.INNGEST_BASE_URL ?? (config.INNGEST_DEV && /^https?:/.test(config.INNGEST_DEV) ? config.INNGEST_DEV : config.INNGEST_DEV ? "dev" : "cloud");
+  return (
+    config.INNGEST_BASE_URL ??
+    (config.INNGEST_DEV && /^https?:/.test(config.INNGEST_DEV) ? config.INNGEST_DEV : config.INNGEST_DEV ? "dev" : "cloud")
+  );
 }
 
 /**
@@ -90,7 +97,12 @@ function eventsAddress(config: Config): string {
  * callers whose own work must not fail or wait because Inngest is unreachable or hung (a chat turn).
  * Returns whether Inngest accepted them; a hung Inngest is a failure like any other (paused after).
  */
-export async function emitEvents(config: Config, events: Sendable, context: Record<string, unknown>, deadlineMs = SEND_DEADLINE_MS): Promise<boolean> {
+export async function emitEvents(
+  config: Config,
+  events: Sendable,
+  context: Record<string, unknown>,
+  deadlineMs = SEND_DEADLINE_MS,
+): Promise<boolean> {
   if (!canSendEvents(config)) return false;
   const address = eventsAddress(config);
   if ((pausedUntil.get(address) ?? 0) > Date.now()) return false;

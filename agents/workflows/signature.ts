@@ -5,7 +5,13 @@ const encoder = new TextEncoder();
 
 export async function inngestSignature(body: string, signingKey: string, at = new Date()): Promise<string> {
   const ts = Math.floor(at.getTime() / 1000);
-  const key = await crypto.subtle.importKey("raw", encoder.encode(signingKey.replace(/^signkey-\w+-/, "")), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(signingKey.replace(/^signkey-\w+-/, "")),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
   const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(body + ts));
   return `t=${ts}&s=${[...new Uint8Array(mac)].map((b) => b.toString(16).padStart(2, "0")).join("")}`;
 }

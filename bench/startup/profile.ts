@@ -33,7 +33,11 @@ export async function readWorkerBundle(file: string): Promise<WorkerBundle> {
   const bytes = readFileSync(file);
   const boundary = bytes.subarray(2, bytes.indexOf(10)).toString("utf8").trim();
   const form = await new Response(bytes, { headers: { "content-type": `multipart/form-data; boundary=${boundary}` } }).formData();
-  const metadata = JSON.parse(String(form.get("metadata"))) as { main_module?: string; compatibility_date?: string; compatibility_flags?: string[] };
+  const metadata = JSON.parse(String(form.get("metadata"))) as {
+    main_module?: string;
+    compatibility_date?: string;
+    compatibility_flags?: string[];
+  };
   if (!metadata.main_module) throw new Error(`${file}: not an ES modules Worker`);
   const modules: WorkerBundle["modules"] = [];
   for (const [name, value] of form.entries()) {
@@ -41,9 +45,18 @@ export async function readWorkerBundle(file: string): Promise<WorkerBundle> {
     const type = MODULE_TYPES[value.type];
     if (!type) throw new Error(`${file}: module ${name} has an unknown type ${value.type}`);
     const data = new Uint8Array(await value.arrayBuffer());
-    modules.push({ type, path: name, contents: type === "ESModule" || type === "CommonJS" || type === "Text" ? new TextDecoder().decode(data) : data });
+    modules.push({
+      type,
+      path: name,
+      contents: type === "ESModule" || type === "CommonJS" || type === "Text" ? new TextDecoder().decode(data) : data,
+    });
   }
-  return { mainModule: metadata.main_module, compatibilityDate: metadata.compatibility_date ?? "2026-04-20", compatibilityFlags: metadata.compatibility_flags ?? [], modules };
+  return {
+    mainModule: metadata.main_module,
+    compatibilityDate: metadata.compatibility_date ?? "2026-04-20",
+    compatibilityFlags: metadata.compatibility_flags ?? [],
+    modules,
+  };
 }
 
 export interface CpuProfile {
@@ -69,7 +82,9 @@ const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"]
 /** Sums a profile's sampled time by kind (a sample's delta is the time since the previous sample). */
 export function summarize(profile: CpuProfile): Omit<StartupRun, "profile"> {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  let js = 0, program = 0, gc = 0;
+  let js = 0,
+    program = 0,
+    gc = 0;
   profile.samples.forEach((id, k) => {
     const name = byId.get(id)?.callFrame.functionName ?? "";
     const ms = (profile.timeDeltas[k] ?? 0) / 1000;
@@ -87,14 +102,16 @@ export function summarize(profile: CpuProfile): Omit<StartupRun, "profile"> {
  */
 export async function profileStartup(bundle: WorkerBundle, samplingIntervalUs?: number): Promise<StartupRun> {
   const wrapper = `export default { async fetch() { await import(${JSON.stringify(bundle.mainModule)}); return new Response("ok"); } };`;
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    name: "profiler",
-    compatibilityDate: bundle.compatibilityDate,
-    compatibilityFlags: bundle.compatibilityFlags,
-    modulesRoot: "/",
-    modules: [{ type: "ESModule", path: `${crypto.randomUUID()}.mjs`, contents: wrapper }, ...bundle.modules],
-    inspectorPort: 0,
-  }));
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      name: "profiler",
+      compatibilityDate: bundle.compatibilityDate,
+      compatibilityFlags: bundle.compatibilityFlags,
+      modulesRoot: "/",
+      modules: [{ type: "ESModule", path: `${crypto.randomUUID()}.mjs`, contents: wrapper }, ...bundle.modules],
+      inspectorPort: 0,
+    }),
+  );
   try {
     await mf.ready;
     const inspector = await mf.getInspectorURL();
@@ -154,10 +171,15 @@ export function attribute(profiles: CpuProfile[], mainModule: string, code: stri
   });
   const firstMarker = markers[0]?.line ?? 0;
   const pkgAt = (line: number) => {
-    let lo = 0, hi = markers.length - 1, found = "(bundle prelude)";
+    let lo = 0,
+      hi = markers.length - 1,
+      found = "(bundle prelude)";
     while (lo <= hi) {
       const mid = (lo + hi) >> 1;
-      if (markers[mid]!.line <= line) { found = markers[mid]!.pkg; lo = mid + 1; } else hi = mid - 1;
+      if (markers[mid]!.line <= line) {
+        found = markers[mid]!.pkg;
+        lo = mid + 1;
+      } else hi = mid - 1;
     }
     return found;
   };
@@ -173,8 +195,14 @@ export function attribute(profiles: CpuProfile[], mainModule: string, code: stri
       for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
         const frame = byId.get(at)!.callFrame;
         if (!frame.url.endsWith(mainModule)) continue;
-        if (frame.lineNumber < 0) { pkg = "(bundle top-level statements)"; break; }
-        if (frame.lineNumber >= firstMarker) { pkg = pkgAt(frame.lineNumber); break; }
+        if (frame.lineNumber < 0) {
+          pkg = "(bundle top-level statements)";
+          break;
+        }
+        if (frame.lineNumber >= firstMarker) {
+          pkg = pkgAt(frame.lineNumber);
+          break;
+        }
       }
       totals.set(pkg, (totals.get(pkg) ?? 0) + (profile.timeDeltas[k] ?? 0) / 1000 / profiles.length);
     });

@@ -48,7 +48,13 @@ export function percentile(values: number[], p: number): number {
 }
 
 function timing(us: number[]): Timing {
-  return { n: us.length, p50: percentile(us, 50), p95: percentile(us, 95), p99: percentile(us, 99), mean: us.reduce((a, b) => a + b, 0) / us.length };
+  return {
+    n: us.length,
+    p50: percentile(us, 50),
+    p95: percentile(us, 95),
+    p99: percentile(us, 99),
+    mean: us.reduce((a, b) => a + b, 0) / us.length,
+  };
 }
 
 /**
@@ -93,7 +99,14 @@ function perRequestMiddleware(workerdDatabase: ((cs: string) => unknown) | null)
     try {
       await next();
     } finally {
-      telemetry.log({ kind: "request", requestId: c.var.requestId, method: c.req.method, route: c.req.routePath, status: c.res.status, durationMs: Date.now() - started });
+      telemetry.log({
+        kind: "request",
+        requestId: c.var.requestId,
+        method: c.req.method,
+        route: c.req.routePath,
+        status: c.res.status,
+        durationMs: Date.now() - started,
+      });
       c.executionCtx.waitUntil(telemetry.flush());
     }
   };
@@ -125,7 +138,12 @@ export interface LadderRow {
 }
 
 /** Runs `requests` GETs of `path` per app, after `warmup`, interleaved in rounds so drift hits all apps alike. */
-async function measure(apps: Array<{ name: string; app: FetchApp; path: string }>, requests: number, warmup: number, rounds = 4): Promise<LadderRow[]> {
+async function measure(
+  apps: Array<{ name: string; app: FetchApp; path: string }>,
+  requests: number,
+  warmup: number,
+  rounds = 4,
+): Promise<LadderRow[]> {
   const samples = apps.map(() => [] as number[]);
   const once = async (a: { app: FetchApp; path: string }) => {
     const t0 = performance.now();
@@ -136,7 +154,8 @@ async function measure(apps: Array<{ name: string; app: FetchApp; path: string }
   for (const a of apps) for (let i = 0; i < warmup; i++) await once(a);
   const perRound = Math.ceil(requests / rounds);
   for (let r = 0; r < rounds; r++) {
-    for (const [k, a] of apps.entries()) for (let i = 0; i < perRound && samples[k]!.length < requests; i++) samples[k]!.push(await once(a));
+    for (const [k, a] of apps.entries())
+      for (let i = 0; i < perRound && samples[k]!.length < requests; i++) samples[k]!.push(await once(a));
   }
   return apps.map((a, k) => ({ app: a.name, path: a.path, timing: timing(samples[k]!) }));
 }
@@ -225,25 +244,35 @@ export default {
 };`;
 }
 
-export async function workerdRequests(soma: WorkerBundle, bare: WorkerBundle, loginHtml: string, requests: number, warmup: number): Promise<WorkerdRow[]> {
+export async function workerdRequests(
+  soma: WorkerBundle,
+  bare: WorkerBundle,
+  loginHtml: string,
+  requests: number,
+  warmup: number,
+): Promise<WorkerdRow[]> {
   const worker = (name: string, bundle: WorkerBundle, bindings: Record<string, Json>, withDriver: boolean): V4WorkerOptions => ({
     name,
     routes: [`${name}.bench/*`],
     compatibilityDate: bundle.compatibilityDate,
     compatibilityFlags: bundle.compatibilityFlags,
     modulesRoot: "/",
-    modules: withDriver ? [{ type: "ESModule", path: "bench-driver.mjs", contents: driver(bundle.mainModule) }, ...bundle.modules] : bundle.modules,
+    modules: withDriver
+      ? [{ type: "ESModule", path: "bench-driver.mjs", contents: driver(bundle.mainModule) }, ...bundle.modules]
+      : bundle.modules,
     bindings,
   });
   const bareEnv = { LOGIN_HTML: loginHtml };
-  const mf = new Miniflare(convertV4MiniflareOptions({
-    workers: [
-      worker("soma", soma, BENCH_ENV, false),
-      worker("bare", bare, bareEnv, false),
-      worker("soma-loop", soma, BENCH_ENV, true),
-      worker("bare-loop", bare, bareEnv, true),
-    ],
-  }));
+  const mf = new Miniflare(
+    convertV4MiniflareOptions({
+      workers: [
+        worker("soma", soma, BENCH_ENV, false),
+        worker("bare", bare, bareEnv, false),
+        worker("soma-loop", soma, BENCH_ENV, true),
+        worker("bare-loop", bare, bareEnv, true),
+      ],
+    }),
+  );
   try {
     await mf.ready;
     const cases = [
@@ -263,8 +292,10 @@ export async function workerdRequests(soma: WorkerBundle, bare: WorkerBundle, lo
       return (performance.now() - t0) * 1000;
     };
     for (const k of cases.keys()) for (let i = 0; i < warmup; i++) await once(k);
-    const rounds = 4, perRound = Math.ceil(requests / rounds);
-    for (let r = 0; r < rounds; r++) for (const k of cases.keys()) for (let i = 0; i < perRound && e2e[k]!.length < requests; i++) e2e[k]!.push(await once(k));
+    const rounds = 4,
+      perRound = Math.ceil(requests / rounds);
+    for (let r = 0; r < rounds; r++)
+      for (const k of cases.keys()) for (let i = 0; i < perRound && e2e[k]!.length < requests; i++) e2e[k]!.push(await once(k));
 
     // In the isolate: one warm-up batch, then batches of `perBatch` until `requests` are done.
     const perBatch = 400;
@@ -282,7 +313,13 @@ export async function workerdRequests(soma: WorkerBundle, bare: WorkerBundle, lo
       app: c.name,
       path: c.path,
       e2e: timing(e2e[k]!),
-      inIsolate: { batches, perBatch, p50: percentile(batchMeans[k]!, 50), min: Math.min(...batchMeans[k]!), max: Math.max(...batchMeans[k]!) },
+      inIsolate: {
+        batches,
+        perBatch,
+        p50: percentile(batchMeans[k]!, 50),
+        min: Math.min(...batchMeans[k]!),
+        max: Math.max(...batchMeans[k]!),
+      },
       bodyBytes: bodyBytes[k]!,
     }));
   } finally {

@@ -21,10 +21,7 @@ export interface NewPerson {
 /** Creates a person; the auth mirror trigger creates their public.users row in the same transaction. */
 export function createPerson(db: Database, person: NewPerson): Promise<Person> {
   return db.withAuth(async (tx) => {
-    const [row] = await tx
-      .insert(authUsers)
-      .values(person)
-      .returning({ id: authUsers.id, displayName: authUsers.displayName });
+    const [row] = await tx.insert(authUsers).values(person).returning({ id: authUsers.id, displayName: authUsers.displayName });
     if (!row) throw new Error("insert into auth.users returned no row");
     return row;
   });
@@ -97,13 +94,7 @@ export async function redeemLoginToken(db: Database, token: string): Promise<str
     const [row] = await tx
       .update(authLoginTokens)
       .set({ usedAt: new Date() })
-      .where(
-        and(
-          eq(authLoginTokens.tokenHash, tokenHash),
-          isNull(authLoginTokens.usedAt),
-          gt(authLoginTokens.expiresAt, new Date()),
-        ),
-      )
+      .where(and(eq(authLoginTokens.tokenHash, tokenHash), isNull(authLoginTokens.usedAt), gt(authLoginTokens.expiresAt, new Date())))
       .returning({ userId: authLoginTokens.userId });
     return row?.userId ?? null;
   });
@@ -111,7 +102,10 @@ export async function redeemLoginToken(db: Database, token: string): Promise<str
 
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return btoa(String.fromCharCode(...bytes))
+    .replaceAll("+", "-")
+    .replaceAll("/", "_")
+    .replace(/=+$/, "");
 }
 
 async function hashToken(token: string): Promise<string> {
@@ -149,7 +143,9 @@ export async function ensureTelegramPerson(
       display_name: string | null;
       created: boolean;
       deleted_at: string | Date | null;
-    }>(tx, sql`
+    }>(
+      tx,
+      sql`
       with tombstone as (
         select deleted_at from auth.deleted_people
         where identity_hash = ${identity} and deleted_at > now() - make_interval(hours => ${TOMBSTONE_HOURS})
@@ -166,7 +162,8 @@ export async function ensureTelegramPerson(
       select id, display_name, false, null from auth.users
       where telegram_user_id = ${account.telegramUserId} and not exists (select 1 from upserted)
       union all
-      select null, null, false, deleted_at from tombstone`);
+      select null, null, false, deleted_at from tombstone`,
+    );
     const person = rows.find((row) => row.id !== null);
     if (person) return { id: person.id!, displayName: person.display_name ?? "", created: person.created };
     const tombstone = rows[0]?.deleted_at;
@@ -179,7 +176,10 @@ export async function ensureTelegramPerson(
  * The person with this Google account (by its stable subject id), created on first sign-in. Throws
  * AccountDeletedError while the tombstone of a deleted account with this Google account stands.
  */
-export async function ensureGooglePerson(db: Database, account: { sub: string; email: string | null; displayName: string }): Promise<Person & { created: boolean }> {
+export async function ensureGooglePerson(
+  db: Database,
+  account: { sub: string; email: string | null; displayName: string },
+): Promise<Person & { created: boolean }> {
   const identity = await identityHash({ kind: "google", sub: account.sub });
   return db.withAuth(async (tx) => {
     const deletedAt = await standingTombstone(tx, identity);
@@ -244,7 +244,9 @@ type Identity = { kind: "telegram"; id: number } | { kind: "google"; sub: string
 export class AccountDeletedError extends Error {
   constructor(readonly deletedAt: Date) {
     const until = new Date(deletedAt.getTime() + TOMBSTONE_HOURS * 3600_000);
-    super(`This Soma account was deleted. A new one can be started after ${until.toISOString().slice(0, 16).replace("T", " ")} UTC, or at once with /start to the bot on Telegram.`);
+    super(
+      `This Soma account was deleted. A new one can be started after ${until.toISOString().slice(0, 16).replace("T", " ")} UTC, or at once with /start to the bot on Telegram.`,
+    );
     this.name = "AccountDeletedError";
   }
 }
@@ -257,7 +259,12 @@ async function standingTombstone(tx: Tx, identity: string): Promise<Date | null>
   const [row] = await tx
     .select({ deletedAt: authDeletedPeople.deletedAt })
     .from(authDeletedPeople)
-    .where(and(eq(authDeletedPeople.identityHash, identity), gt(authDeletedPeople.deletedAt, sql`now() - make_interval(hours => ${TOMBSTONE_HOURS})`)));
+    .where(
+      and(
+        eq(authDeletedPeople.identityHash, identity),
+        gt(authDeletedPeople.deletedAt, sql`now() - make_interval(hours => ${TOMBSTONE_HOURS})`),
+      ),
+    );
   return row?.deletedAt ?? null;
 }
 

@@ -55,8 +55,10 @@ async function guardMailboxOwner(write: Promise<unknown>, email: string | null):
   try {
     await write;
   } catch (error) {
-    const cause = (error as { cause?: { code?: string; constraint_name?: string } }).cause ?? (error as { code?: string; constraint_name?: string });
-    if (email && cause.code === "23505" && cause.constraint_name === "oauth_connections_provider_account_email_uq") throw new MailboxTakenError(email);
+    const cause =
+      (error as { cause?: { code?: string; constraint_name?: string } }).cause ?? (error as { code?: string; constraint_name?: string });
+    if (email && cause.code === "23505" && cause.constraint_name === "oauth_connections_provider_account_email_uq")
+      throw new MailboxTakenError(email);
     throw error;
   }
 }
@@ -123,14 +125,21 @@ export async function openConnection(
       const target = column === "access_token" ? oauthConnections.accessTokenEnc : oauthConnections.refreshTokenEnc;
       await tx
         .update(oauthConnections)
-        .set(column === "access_token" ? { accessTokenEnc: await cipher.encrypt(plaintext, slot) } : { refreshTokenEnc: await cipher.encrypt(plaintext, slot) })
+        .set(
+          column === "access_token"
+            ? { accessTokenEnc: await cipher.encrypt(plaintext, slot) }
+            : { refreshTokenEnc: await cipher.encrypt(plaintext, slot) },
+        )
         .where(and(eq(oauthConnections.provider, provider), eq(target, stored)));
     }
     return plaintext;
   };
   return {
     connection,
-    tokens: { accessToken: await open("access_token", connection.accessTokenEnc), refreshToken: await open("refresh_token", connection.refreshTokenEnc) },
+    tokens: {
+      accessToken: await open("access_token", connection.accessTokenEnc),
+      refreshToken: await open("refresh_token", connection.refreshTokenEnc),
+    },
   };
 }
 
@@ -177,7 +186,6 @@ export async function mailboxOwner(tx: Tx, emailAddress: string): Promise<string
   return row?.userId ?? null;
 }
 
-
 /** People whose Gmail watch is missing or expires before `before` (null: all), optionally only these mailboxes. */
 export async function watchesExpiringBefore(tx: Tx, before: Date | null, accounts?: string[]): Promise<string[]> {
   const rows = await tx
@@ -187,7 +195,12 @@ export async function watchesExpiringBefore(tx: Tx, before: Date | null, account
       and(
         eq(oauthConnections.provider, "google"),
         before ? or(isNull(oauthConnections.watchExpiresAt), lt(oauthConnections.watchExpiresAt, before)) : undefined,
-        accounts?.length ? inArray(sql`lower(${oauthConnections.accountEmail})`, accounts.map((a) => a.toLowerCase())) : undefined,
+        accounts?.length
+          ? inArray(
+              sql`lower(${oauthConnections.accountEmail})`,
+              accounts.map((a) => a.toLowerCase()),
+            )
+          : undefined,
       ),
     );
   return rows.map((r) => r.userId);

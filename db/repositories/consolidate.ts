@@ -32,7 +32,9 @@ export interface Merge {
 
 /** Merges near-duplicates among entities touched since `since` (against all of the person's entities). */
 export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): Promise<Merge[]> {
-  const pairs = await sqlRows<Pair>(tx, sql`
+  const pairs = await sqlRows<Pair>(
+    tx,
+    sql`
     select a.id as keep_id, b.id as drop_id, b.type, a.name as keep_name, b.name as drop_name,
            similarity(a.normalized_name, b.normalized_name) as similarity,
            case when a.embedding is not null and b.embedding is not null then 1 - (a.embedding <=> b.embedding) end as cosine
@@ -41,7 +43,8 @@ export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): 
                    and a.normalized_name % b.normalized_name
                    and (a.created_at, a.id) < (b.created_at, b.id)
     where b.user_id = ${userId} and b.status = 'active' and b.updated_at >= ${since.toISOString()}
-    order by b.created_at, similarity desc`);
+    order by b.created_at, similarity desc`,
+  );
 
   const merges: Merge[] = [];
   const gone = new Set<string>();
@@ -83,7 +86,9 @@ function numbers(name: string): string {
 async function mergeInto(tx: Tx, keepId: string, dropId: string): Promise<void> {
   await tx.execute(sql`update edges set from_id = ${keepId} where from_id = ${dropId}`);
   await tx.execute(sql`update edges set to_id = ${keepId} where to_id = ${dropId}`);
-  await tx.execute(sql`update events set entity_ids = array_replace(entity_ids, ${dropId}::uuid, ${keepId}::uuid) where entity_ids @> array[${dropId}::uuid]`);
+  await tx.execute(
+    sql`update events set entity_ids = array_replace(entity_ids, ${dropId}::uuid, ${keepId}::uuid) where entity_ids @> array[${dropId}::uuid]`,
+  );
   const rows = await sqlRows<{
     id: string;
     name: string;
@@ -100,7 +105,11 @@ async function mergeInto(tx: Tx, keepId: string, dropId: string): Promise<void> 
     ...drop.properties,
     ...keep.properties,
     aliases: distinct([...listOf(keep.properties.aliases), ...listOf(drop.properties.aliases), drop.name]),
-    mergedSources: distinct([...listOf(keep.properties.mergedSources), ...listOf(drop.properties.mergedSources), ...(drop.source_id ? [drop.source_id] : [])]),
+    mergedSources: distinct([
+      ...listOf(keep.properties.mergedSources),
+      ...listOf(drop.properties.mergedSources),
+      ...(drop.source_id ? [drop.source_id] : []),
+    ]),
   };
   await tx.execute(sql`update entities set properties = ${JSON.stringify(properties)}::jsonb, updated_at = now() where id = ${keepId}`);
   await tx.execute(sql`delete from entities where id = ${dropId}`);

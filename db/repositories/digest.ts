@@ -38,7 +38,12 @@ export async function briefContents(tx: Tx, now: Date): Promise<BriefContents> {
   const upcoming = await tx
     .select({ kind: events.kind, at: events.occurredAt, payload: events.payload })
     .from(events)
-    .where(and(sql`${events.occurredAt} between ${now.toISOString()} and ${dayAhead.toISOString()}`, sql`${events.status} in ('scheduled', 'recorded')`))
+    .where(
+      and(
+        sql`${events.occurredAt} between ${now.toISOString()} and ${dayAhead.toISOString()}`,
+        sql`${events.status} in ('scheduled', 'recorded')`,
+      ),
+    )
     .orderBy(events.occurredAt)
     .limit(10);
   const recent = await tx
@@ -81,12 +86,15 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
   // Names as JSON, not text[]: the driver leaves arrays as Postgres's text form, in which a name with a
   // comma or a quote ("Portland, Oregon") cannot be split back reliably. Mail senders are counted as
   // mail, not listed as what the person added (as in the brief).
-  const byType = await sqlRows<{ type: string; names: string[] | string }>(tx, sql`
+  const byType = await sqlRows<{ type: string; names: string[] | string }>(
+    tx,
+    sql`
     select type, to_jsonb((array_agg(name order by created_at desc))[1:6]) as names, count(*)::int as n
     from entities e
     where status = 'active' and created_at >= ${since.toISOString()}
       and not exists (select 1 from sources s where s.id = e.source_id and s.kind = 'gmail')
-    group by type order by count(*) desc, type limit 8`);
+    group by type order by count(*) desc, type limit 8`,
+  );
   const newFacts = await tx
     .select({ statement: facts.statement })
     .from(facts)
@@ -109,8 +117,15 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
  * `at time zone` raises on an unknown zone and the planner may otherwise evaluate it before the
  * semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
  */
-export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date, weekday?: number): Promise<Array<{ userId: string; localDate: string }>> {
-  return await sqlRows<{ userId: string; localDate: string }>(tx, sql`
+export async function peopleAtLocalHour(
+  tx: Tx,
+  hour: number,
+  now: Date,
+  weekday?: number,
+): Promise<Array<{ userId: string; localDate: string }>> {
+  return await sqlRows<{ userId: string; localDate: string }>(
+    tx,
+    sql`
     with reachable as materialized (
       select u.id, u.timezone from users u
       where u.telegram_chat_id is not null and u.timezone in (select name from pg_timezone_names)
@@ -122,7 +137,8 @@ export async function peopleAtLocalHour(tx: Tx, hour: number, now: Date, weekday
     from local
     where extract(hour from local_time) = ${hour}
       ${weekday === undefined ? sql`` : sql`and extract(isodow from local_time) = ${weekday}`}
-    order by id`);
+    order by id`,
+  );
 }
 
 /** Everyone (nightly jobs that look at each person's own recent rows). */

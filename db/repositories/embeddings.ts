@@ -18,7 +18,9 @@ export interface MissingEmbedding {
 /** Up to `limit` of the person's active entities and current facts without an embedding, oldest first. */
 export async function missingEmbeddings(tx: Tx, userId: string, limit: number): Promise<MissingEmbedding[]> {
   // user_id = <constant> besides the policy: the planner then knows it is one person's rows (recall.ts).
-  const rows = await sqlRows<MissingEmbedding>(tx, sql`
+  const rows = await sqlRows<MissingEmbedding>(
+    tx,
+    sql`
     select "table", id, text from (
       select 'entities' as "table", id, type || ': ' || name as text, created_at
       from entities where user_id = ${userId} and status = 'active' and embedding is null
@@ -27,7 +29,8 @@ export async function missingEmbeddings(tx: Tx, userId: string, limit: number): 
       from facts where user_id = ${userId} and superseded_by is null and embedding is null
     ) missing
     order by created_at, id
-    limit ${limit}`);
+    limit ${limit}`,
+  );
   return rows.map(({ table, id, text }) => ({ table, id, text }));
 }
 
@@ -40,7 +43,9 @@ export async function missingEmbeddings(tx: Tx, userId: string, limit: number): 
 export async function storeEmbeddings(tx: Tx, rows: Array<MissingEmbedding & { embedding: number[] }>): Promise<number> {
   if (rows.length === 0) return 0;
   const input = JSON.stringify(rows.map((r) => ({ table: r.table, id: r.id, text: r.text, embedding: vectorLiteral(r.embedding) })));
-  const [result] = await sqlRows<{ stored: number }>(tx, sql`
+  const [result] = await sqlRows<{ stored: number }>(
+    tx,
+    sql`
     with input as (select * from jsonb_to_recordset(${input}::jsonb) as x("table" text, id uuid, text text, embedding text)),
     entity_rows as (
       update entities t set embedding = input.embedding::vector from input
@@ -49,6 +54,7 @@ export async function storeEmbeddings(tx: Tx, rows: Array<MissingEmbedding & { e
     fact_rows as (
       update facts t set embedding = input.embedding::vector from input
       where input."table" = 'facts' and t.id = input.id and t.embedding is null and t.statement = input.text returning t.id)
-    select ((select count(*) from entity_rows) + (select count(*) from fact_rows))::int as stored`);
+    select ((select count(*) from entity_rows) + (select count(*) from fact_rows))::int as stored`,
+  );
   return result?.stored ?? 0;
 }

@@ -106,7 +106,13 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
     exportedAt: new Date().toISOString(),
     person: { displayName: person?.displayName ?? "", timezone: person?.timezone ?? "UTC" },
     sources: sourceRows.map((s) => ({ ...s, createdAt: iso(s.createdAt) })),
-    entities: entityRows.map((e) => ({ ...e, createdAt: iso(e.createdAt), updatedAt: iso(e.updatedAt), toldAt: iso(e.toldAt), happenedAt: e.happenedAt && iso(e.happenedAt) })),
+    entities: entityRows.map((e) => ({
+      ...e,
+      createdAt: iso(e.createdAt),
+      updatedAt: iso(e.updatedAt),
+      toldAt: iso(e.toldAt),
+      happenedAt: e.happenedAt && iso(e.happenedAt),
+    })),
     // superseded_by has no foreign key: a dangling one (never written by Soma) is left out rather than
     // making the file unreadable.
     facts: factRows.map((f) => ({
@@ -130,47 +136,80 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
   const entityIds = await importEntities(tx, userId, file.entities, source);
   const entity = (id: string) => entityIds.map.get(id);
 
-  const factIds = await keepOrDerive(tx, userId, "facts", file.facts.map((f) => f.id));
-  const addedFacts = await insertRows(tx, "facts", userId, file.facts.map((f) => ({
-    id: factIds.get(f.id),
-    statement: f.statement,
-    category: f.category,
-    subject: f.subject,
-    confidence: f.confidence,
-    superseded_by: f.supersededBy && (factIds.get(f.supersededBy) ?? null),
-    source_id: source(f.sourceId),
-    created_at: f.createdAt,
-    updated_at: f.updatedAt,
-    told_at: f.toldAt ?? f.createdAt,
-    happened_at: f.happenedAt ?? null,
-    origin: f.origin ?? "extracted",
-  })), sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz, origin text`);
+  const factIds = await keepOrDerive(
+    tx,
+    userId,
+    "facts",
+    file.facts.map((f) => f.id),
+  );
+  const addedFacts = await insertRows(
+    tx,
+    "facts",
+    userId,
+    file.facts.map((f) => ({
+      id: factIds.get(f.id),
+      statement: f.statement,
+      category: f.category,
+      subject: f.subject,
+      confidence: f.confidence,
+      superseded_by: f.supersededBy && (factIds.get(f.supersededBy) ?? null),
+      source_id: source(f.sourceId),
+      created_at: f.createdAt,
+      updated_at: f.updatedAt,
+      told_at: f.toldAt ?? f.createdAt,
+      happened_at: f.happenedAt ?? null,
+      origin: f.origin ?? "extracted",
+    })),
+    sql`id uuid, statement text, category text, subject text, confidence real, superseded_by uuid, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz, origin text`,
+  );
 
-  const edgeIds = await keepOrDerive(tx, userId, "edges", file.edges.map((e) => e.id));
-  const addedEdges = await insertRows(tx, "edges", userId, file.edges.map((e) => ({
-    id: edgeIds.get(e.id),
-    from_id: entity(e.fromId),
-    to_id: entity(e.toId),
-    type: e.type,
-    properties: e.properties,
-    valid_from: e.validFrom,
-    valid_to: e.validTo,
-    source_id: source(e.sourceId),
-    created_at: e.createdAt,
-  })), sql`id uuid, from_id uuid, to_id uuid, type text, properties jsonb, valid_from timestamptz, valid_to timestamptz, source_id uuid, created_at timestamptz`);
+  const edgeIds = await keepOrDerive(
+    tx,
+    userId,
+    "edges",
+    file.edges.map((e) => e.id),
+  );
+  const addedEdges = await insertRows(
+    tx,
+    "edges",
+    userId,
+    file.edges.map((e) => ({
+      id: edgeIds.get(e.id),
+      from_id: entity(e.fromId),
+      to_id: entity(e.toId),
+      type: e.type,
+      properties: e.properties,
+      valid_from: e.validFrom,
+      valid_to: e.validTo,
+      source_id: source(e.sourceId),
+      created_at: e.createdAt,
+    })),
+    sql`id uuid, from_id uuid, to_id uuid, type text, properties jsonb, valid_from timestamptz, valid_to timestamptz, source_id uuid, created_at timestamptz`,
+  );
 
-  const eventIds = await keepOrDerive(tx, userId, "events", file.events.map((e) => e.id));
-  const addedEvents = await insertRows(tx, "events", userId, file.events.map((e) => ({
-    id: eventIds.get(e.id),
-    kind: e.kind,
-    occurred_at: e.occurredAt,
-    payload: e.payload,
-    entity_ids: e.entityIds.map(entity).filter((id) => id !== undefined),
-    status: e.status,
-    source_id: source(e.sourceId),
-    created_at: e.createdAt,
-    told_at: e.toldAt ?? e.createdAt,
-  })), sql`id uuid, kind text, occurred_at timestamptz, payload jsonb, entity_ids uuid[], status text, source_id uuid, created_at timestamptz, told_at timestamptz`);
+  const eventIds = await keepOrDerive(
+    tx,
+    userId,
+    "events",
+    file.events.map((e) => e.id),
+  );
+  const addedEvents = await insertRows(
+    tx,
+    "events",
+    userId,
+    file.events.map((e) => ({
+      id: eventIds.get(e.id),
+      kind: e.kind,
+      occurred_at: e.occurredAt,
+      payload: e.payload,
+      entity_ids: e.entityIds.map(entity).filter((id) => id !== undefined),
+      status: e.status,
+      source_id: source(e.sourceId),
+      created_at: e.createdAt,
+      told_at: e.toldAt ?? e.createdAt,
+    })),
+    sql`id uuid, kind text, occurred_at timestamptz, payload jsonb, entity_ids uuid[], status text, source_id uuid, created_at timestamptz, told_at timestamptz`,
+  );
   const added = new Set(addedEvents);
   // A reminder whose time passed before the import stays as it was exported and is not sent now.
   const reminders = file.events
@@ -178,7 +217,13 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     .map((e) => ({ eventId: eventIds.get(e.id)!, at: new Date(e.occurredAt).toISOString() }));
 
   return {
-    added: { sources: sourceIds.added, entities: entityIds.added, facts: addedFacts.length, edges: addedEdges.length, events: addedEvents.length },
+    added: {
+      sources: sourceIds.added,
+      entities: entityIds.added,
+      facts: addedFacts.length,
+      edges: addedEdges.length,
+      events: addedEvents.length,
+    },
     reminders,
   };
 }
@@ -204,16 +249,22 @@ type IdMap = { map: Map<string, string>; added: number };
 async function importSources(tx: Tx, userId: string, rows: MemoryExport["sources"]): Promise<IdMap> {
   if (rows.length === 0) return { map: new Map(), added: 0 };
   const json = JSON.stringify(rows.map((s) => ({ kind: s.kind, external_id: s.externalId, payload: s.payload, created_at: s.createdAt })));
-  const inserted = await sqlRows<{ id: string }>(tx, sql`
+  const inserted = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     insert into sources (user_id, kind, external_id, payload, created_at)
     select ${userId}::uuid, kind, external_id, payload, created_at
     from jsonb_to_recordset(${json}::jsonb) as x(kind text, external_id text, payload jsonb, created_at timestamptz)
     on conflict (user_id, kind, external_id) do nothing
-    returning id`);
-  const found = await sqlRows<{ id: string; kind: string; external_id: string }>(tx, sql`
+    returning id`,
+  );
+  const found = await sqlRows<{ id: string; kind: string; external_id: string }>(
+    tx,
+    sql`
     select s.id, s.kind, s.external_id from sources s
     join jsonb_to_recordset(${json}::jsonb) as x(kind text, external_id text) on s.kind = x.kind and s.external_id = x.external_id
-    where s.user_id = ${userId}`);
+    where s.user_id = ${userId}`,
+  );
   const byKey = new Map(found.map((s) => [JSON.stringify([s.kind, s.external_id]), s.id]));
   return { map: mapBy(rows, (s) => byKey.get(JSON.stringify([s.kind, s.externalId]))), added: inserted.length };
 }
@@ -223,56 +274,84 @@ async function importSources(tx: Tx, userId: string, rows: MemoryExport["sources
  * keeps its own name, status and values and gains only the properties it did not have (an unchanged
  * row is not written, so its updated_at stays).
  */
-async function importEntities(tx: Tx, userId: string, rows: MemoryExport["entities"], source: (id: string | null) => string | null): Promise<IdMap> {
+async function importEntities(
+  tx: Tx,
+  userId: string,
+  rows: MemoryExport["entities"],
+  source: (id: string | null) => string | null,
+): Promise<IdMap> {
   if (rows.length === 0) return { map: new Map(), added: 0 };
-  const json = JSON.stringify(rows.map((e) => ({
-    type: e.type,
-    name: e.name.trim(),
-    normalized_name: normalizeName(e.name),
-    properties: e.properties,
-    status: e.status,
-    source_id: source(e.sourceId),
-    created_at: e.createdAt,
-    updated_at: e.updatedAt,
-    told_at: e.toldAt ?? e.createdAt,
-    happened_at: e.happenedAt ?? null,
-  })));
-  const written = await sqlRows<{ created: boolean }>(tx, sql`
+  const json = JSON.stringify(
+    rows.map((e) => ({
+      type: e.type,
+      name: e.name.trim(),
+      normalized_name: normalizeName(e.name),
+      properties: e.properties,
+      status: e.status,
+      source_id: source(e.sourceId),
+      created_at: e.createdAt,
+      updated_at: e.updatedAt,
+      told_at: e.toldAt ?? e.createdAt,
+      happened_at: e.happenedAt ?? null,
+    })),
+  );
+  const written = await sqlRows<{ created: boolean }>(
+    tx,
+    sql`
     insert into entities (user_id, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at)
     select distinct on (type, normalized_name) ${userId}::uuid, type, name, normalized_name, properties, status, source_id, created_at, updated_at, told_at, happened_at
     from jsonb_to_recordset(${json}::jsonb) as x(type text, name text, normalized_name text, properties jsonb, status text, source_id uuid, created_at timestamptz, updated_at timestamptz, told_at timestamptz, happened_at timestamptz)
     order by type, normalized_name, created_at
     on conflict (user_id, type, normalized_name) do update set properties = excluded.properties || entities.properties
       where (excluded.properties || entities.properties) is distinct from entities.properties
-    returning (xmax = 0) as created`);
-  const found = await sqlRows<{ id: string; type: string; normalized_name: string }>(tx, sql`
+    returning (xmax = 0) as created`,
+  );
+  const found = await sqlRows<{ id: string; type: string; normalized_name: string }>(
+    tx,
+    sql`
     select e.id, e.type, e.normalized_name from entities e
     join jsonb_to_recordset(${json}::jsonb) as x(type text, normalized_name text) on e.type = x.type and e.normalized_name = x.normalized_name
-    where e.user_id = ${userId}`);
+    where e.user_id = ${userId}`,
+  );
   const byKey = new Map(found.map((e) => [JSON.stringify([e.type, e.normalized_name]), e.id]));
-  return { map: mapBy(rows, (e) => byKey.get(JSON.stringify([e.type, normalizeName(e.name)]))), added: written.filter((r) => r.created).length };
+  return {
+    map: mapBy(rows, (e) => byKey.get(JSON.stringify([e.type, normalizeName(e.name)]))),
+    added: written.filter((r) => r.created).length,
+  };
 }
 
 /** New ids for rows keyed by id: the exported id when this account has that row, else one derived from the account and it. */
 async function keepOrDerive(tx: Tx, userId: string, table: "facts" | "edges" | "events", ids: string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
-  const rows = await sqlRows<{ old_id: string; new_id: string }>(tx, sql`
+  const rows = await sqlRows<{ old_id: string; new_id: string }>(
+    tx,
+    sql`
     select x.id as old_id, coalesce(t.id, uuid_generate_v5(${userId}::uuid, ${table} || '/' || x.id)) as new_id
     from jsonb_array_elements_text(${JSON.stringify(ids)}::jsonb) as x(id)
-    left join ${sql.raw(table)} t on t.id = x.id::uuid`);
+    left join ${sql.raw(table)} t on t.id = x.id::uuid`,
+  );
   return new Map(rows.map((r) => [r.old_id, r.new_id]));
 }
 
 /** Inserts rows whose ids are settled, skipping ids already present; the ids it added. */
-async function insertRows(tx: Tx, table: "facts" | "edges" | "events", userId: string, rows: Array<Record<string, unknown>>, columns: ReturnType<typeof sql>): Promise<string[]> {
+async function insertRows(
+  tx: Tx,
+  table: "facts" | "edges" | "events",
+  userId: string,
+  rows: Array<Record<string, unknown>>,
+  columns: ReturnType<typeof sql>,
+): Promise<string[]> {
   if (rows.length === 0) return [];
   const names = Object.keys(rows[0]!);
   const list = sql.raw(names.join(", "));
-  const inserted = await sqlRows<{ id: string }>(tx, sql`
+  const inserted = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     insert into ${sql.raw(table)} (user_id, ${list})
     select ${userId}::uuid, ${list} from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(${columns})
     on conflict (id) do nothing
-    returning id`);
+    returning id`,
+  );
   return inserted.map((r) => r.id);
 }
 

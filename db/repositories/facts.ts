@@ -39,7 +39,9 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
   const vector = claim.embedding ? `[${claim.embedding.join(",")}]` : null;
   const subject = normalizeName(claim.subject);
   // The live facts this claim could be: the same subject, or a near-identical statement.
-  const candidates = await sqlRows<LiveFact>(tx, sql`
+  const candidates = await sqlRows<LiveFact>(
+    tx,
+    sql`
     select id, statement, subject, confidence, source_id,
            ${vector ? sql`1 - (embedding <=> ${vector}::vector)` : sql`null::float8`} as similarity
     from facts
@@ -47,7 +49,8 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
       and ((${subject} <> '' and subject = ${subject})
            ${vector ? sql`or (embedding <=> ${vector}::vector) <= ${1 - FACT_DEDUPE_SIMILARITY}` : sql``})
     order by ${vector ? sql`embedding <=> ${vector}::vector` : sql`updated_at desc`}
-    limit 5`);
+    limit 5`,
+  );
 
   const same = normalizeName(claim.statement);
   const sameSubject = (f: LiveFact) => subject !== "" && f.subject === subject;
@@ -67,11 +70,14 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
     return { factId: repeat.id, outcome: "reinforced" };
   }
 
-  const [row] = await sqlRows<{ id: string }>(tx, sql`
+  const [row] = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, happened_at)
     values (${userId}, ${claim.statement.trim()}, ${claim.category}, ${subject}, ${claim.confidence}, ${vector}::vector, ${claim.sourceId},
             ${claim.happenedAt?.toISOString() ?? null}::timestamptz)
-    returning id`);
+    returning id`,
+  );
   if (!row) throw new Error("recordFact inserted no row");
   const changed = candidates.find(sameSubject);
   if (!changed) return { factId: row.id, outcome: "created" };
@@ -137,13 +143,16 @@ function toView(row: FactViewRow): FactView {
  * confirmed, first), then — with `history` — the superseded ones, newest first.
  */
 export async function listFacts(tx: Tx, options: { history: boolean; limit: number }): Promise<FactView[]> {
-  const rows = await sqlRows<FactViewRow>(tx, sql`
+  const rows = await sqlRows<FactViewRow>(
+    tx,
+    sql`
     select ${FACT_VIEW} from facts f left join sources s on s.id = f.source_id
     ${options.history ? sql`` : sql`where f.superseded_by is null`}
     order by (f.superseded_by is null) desc,
              case when f.superseded_by is null then f.confidence end desc nulls last,
              f.updated_at desc, f.id
-    limit ${options.limit}`);
+    limit ${options.limit}`,
+  );
   return rows.map(toView);
 }
 
@@ -171,8 +180,11 @@ export async function correctFact(
     category: string;
     subject: string;
     superseded_by: string | null;
-  }>(tx, sql`
-    select id, statement, category, subject, superseded_by from facts where id = ${factId} for update`);
+  }>(
+    tx,
+    sql`
+    select id, statement, category, subject, superseded_by from facts where id = ${factId} for update`,
+  );
   if (!old) return { outcome: "not_found" };
   if (old.superseded_by) {
     const currentId = await currentOf(tx, old.superseded_by);
@@ -191,14 +203,17 @@ export async function correctFact(
   }
   // A new text needs its own embedding; a category change keeps the old text's.
   const vector = change.statement !== undefined && change.embedding ? `[${change.embedding.join(",")}]` : null;
-  const [row] = await sqlRows<{ id: string }>(tx, sql`
+  const [row] = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, origin, happened_at)
     select ${userId}, ${statement}, ${category}, subject, 1, ${change.statement !== undefined ? sql`${vector}::vector` : sql`embedding`},
            ${change.sourceId}, 'correction',
            -- since when the old claim held says nothing about a new one; a new category keeps it
            ${change.statement !== undefined ? sql`null::timestamptz` : sql`happened_at`}
     from facts where id = ${old.id}
-    returning id`);
+    returning id`,
+  );
   if (!row) throw new Error("correctFact inserted no row");
   await tx.execute(sql`update facts set superseded_by = ${row.id} where id = ${old.id}`);
   return { outcome: "corrected", fact: (await factView(tx, row.id))!, supersededId: old.id };
@@ -206,18 +221,24 @@ export async function correctFact(
 
 /** The end of a supersede chain: the current fact that `id` led to. */
 async function currentOf(tx: Tx, id: string): Promise<string> {
-  const [row] = await sqlRows<{ id: string }>(tx, sql`
+  const [row] = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     with recursive chain(id, next, depth) as (
       select id, superseded_by, 0 from facts where id = ${id}
       union all select f.id, f.superseded_by, c.depth + 1 from facts f join chain c on f.id = c.next where c.depth < 100
     )
-    select id from chain order by depth desc limit 1`);
+    select id from chain order by depth desc limit 1`,
+  );
   return row?.id ?? id;
 }
 
 async function factView(tx: Tx, id: string): Promise<FactView | null> {
-  const [row] = await sqlRows<FactViewRow>(tx, sql`
-    select ${FACT_VIEW} from facts f left join sources s on s.id = f.source_id where f.id = ${id}`);
+  const [row] = await sqlRows<FactViewRow>(
+    tx,
+    sql`
+    select ${FACT_VIEW} from facts f left join sources s on s.id = f.source_id where f.id = ${id}`,
+  );
   return row ? toView(row) : null;
 }
 
@@ -226,12 +247,15 @@ async function factView(tx: Tx, id: string): Promise<FactView | null> {
  * deletes is gone from every prompt, recall and list. False when there is no such fact (for this person).
  */
 export async function deleteFact(tx: Tx, factId: string): Promise<boolean> {
-  const rows = await sqlRows<{ id: string }>(tx, sql`
+  const rows = await sqlRows<{ id: string }>(
+    tx,
+    sql`
     with recursive behind(id, depth) as (
       select id, 0 from facts where id = ${factId}
       union all select f.id, b.depth + 1 from facts f join behind b on f.superseded_by = b.id where b.depth < 100
     )
-    delete from facts where id in (select id from behind) returning id`);
+    delete from facts where id in (select id from behind) returning id`,
+  );
   return rows.length > 0;
 }
 
@@ -246,10 +270,17 @@ export async function currentFacts(
     category: string;
     confidence: number | string;
     happened_at: string | Date | null;
-  }>(tx, sql`
+  }>(
+    tx,
+    sql`
     select id, statement, category, confidence, happened_at from facts
-    where superseded_by is null order by confidence desc, updated_at desc, id limit ${limit}`);
-  return rows.map(({ happened_at, ...r }) => ({ ...r, confidence: Number(r.confidence), happenedAt: happened_at === null ? null : new Date(happened_at) }));
+    where superseded_by is null order by confidence desc, updated_at desc, id limit ${limit}`,
+  );
+  return rows.map(({ happened_at, ...r }) => ({
+    ...r,
+    confidence: Number(r.confidence),
+    happenedAt: happened_at === null ? null : new Date(happened_at),
+  }));
 }
 
 /** The statements of the person's facts among `ids` (unknown ids are left out). */

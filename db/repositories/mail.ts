@@ -38,7 +38,12 @@ export async function recordEmail(
   const sourceId = await claimSource(tx, userId, {
     kind: MAIL_SOURCE_KIND,
     externalId: email.messageId,
-    payload: { from: email.from, subject: email.subject, threadId: email.threadId, text: `Email from ${senderLabel(email.from)}: ${email.subject}` },
+    payload: {
+      from: email.from,
+      subject: email.subject,
+      threadId: email.threadId,
+      text: `Email from ${senderLabel(email.from)}: ${email.subject}`,
+    },
   });
   if (!sourceId) return { created: false };
 
@@ -75,7 +80,10 @@ function senderLabel(from: { name: string | null; email: string }): string {
 export function storableEmail(email: EmailMetadata): EmailMetadata {
   return {
     ...email,
-    from: { name: storableText(email.from.name ?? "", MAX_MAIL_TEXT) || null, email: storableText(email.from.email, MAX_ADDRESS) || "unknown@unknown" },
+    from: {
+      name: storableText(email.from.name ?? "", MAX_MAIL_TEXT) || null,
+      email: storableText(email.from.email, MAX_ADDRESS) || "unknown@unknown",
+    },
     subject: storableText(email.subject, MAX_MAIL_TEXT) || "(no subject)",
     snippet: storableText(email.snippet, MAX_SNIPPET),
   };

@@ -114,7 +114,11 @@ const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created
  * One page of the person's active memories, newest learned first. Keyset paging on (created_at, id):
  * the cursor keeps its place while memories are added or forgotten, and costs the same on page 100.
  */
-export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQuery): Promise<{ memories: MemoryItem[]; nextCursor: string | null }> {
+export async function listMemoryPage(
+  tx: Tx,
+  userId: string,
+  query: MemoryPageQuery,
+): Promise<{ memories: MemoryItem[]; nextCursor: string | null }> {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const conditions: SQL[] = [sql`e.user_id = ${userId}`, sql`e.status = 'active'`];
   if (query.type) conditions.push(sql`e.type = ${query.type}`);
@@ -122,12 +126,15 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
   if (query.from) conditions.push(sql`e.recall_at >= ${query.from.toISOString()}::timestamptz`);
   if (query.to) conditions.push(sql`e.recall_at < ${query.to.toISOString()}::timestamptz`);
   if (after) conditions.push(sql`(e.created_at, e.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  const rows = await sqlRows<ItemRow>(tx, sql`
+  const rows = await sqlRows<ItemRow>(
+    tx,
+    sql`
     select ${ITEM_COLUMNS}
     from entities e left join sources s on s.id = e.source_id
     where ${sql.join(conditions, sql` and `)}
     order by e.created_at desc, e.id desc
-    limit ${query.limit + 1}`);
+    limit ${query.limit + 1}`,
+  );
   const page = rows.slice(0, query.limit);
   const last = page.at(-1);
   return { memories: page.map(toItem), nextCursor: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null };
@@ -135,10 +142,13 @@ export async function listMemoryPage(tx: Tx, userId: string, query: MemoryPageQu
 
 /** The types the person's active memories have, most used first (what the type filter offers). */
 export async function memoryTypes(tx: Tx, userId: string): Promise<Array<{ type: string; count: number }>> {
-  const rows = await sqlRows<{ type: string; count: number }>(tx, sql`
+  const rows = await sqlRows<{ type: string; count: number }>(
+    tx,
+    sql`
     select type, count(*)::int as count from entities
     where user_id = ${userId} and status = 'active'
-    group by type order by count(*) desc, type`);
+    group by type order by count(*) desc, type`,
+  );
   return rows.map((r) => ({ type: r.type, count: Number(r.count) }));
 }
 
@@ -146,19 +156,25 @@ export async function memoryTypes(tx: Tx, userId: string): Promise<Array<{ type:
 export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<MemoryDetail | null> {
   const memory = await memoryItem(tx, id);
   if (!memory) return null;
-  const relations = await sqlRows<RelationRow>(tx, sql`
+  const relations = await sqlRows<RelationRow>(
+    tx,
+    sql`
     select g.id, g.type, g.valid_from, g.valid_to, case when g.from_id = ${id}::uuid then 'out' else 'in' end as direction,
            o.id as other_id, o.type as other_type, o.name as other_name, o.status as other_status
     from edges g
     join entities o on o.id = case when g.from_id = ${id}::uuid then g.to_id else g.from_id end
     where g.user_id = ${userId} and (g.from_id = ${id}::uuid or g.to_id = ${id}::uuid)
     order by g.valid_from desc
-    limit 100`);
-  const events = await sqlRows<EventRow>(tx, sql`
+    limit 100`,
+  );
+  const events = await sqlRows<EventRow>(
+    tx,
+    sql`
     select id, kind, status, occurred_at, payload from events
     where user_id = ${userId} and entity_ids @> array[${id}::uuid]
     order by occurred_at desc
-    limit 50`);
+    limit 50`,
+  );
   return {
     memory,
     relations: relations.map((r) => ({
@@ -192,9 +208,12 @@ export async function editMemory(
   const normalized = normalizeName(name);
   const rekeyed = type !== current.type || normalized !== normalizeName(current.name);
   if (rekeyed) {
-    const [other] = await sqlRows<MemoryRelation["other"]>(tx, sql`
+    const [other] = await sqlRows<MemoryRelation["other"]>(
+      tx,
+      sql`
       select id, type, name, status from entities
-      where user_id = ${userId} and type = ${type} and normalized_name = ${normalized} and id <> ${id}::uuid`);
+      where user_id = ${userId} and type = ${type} and normalized_name = ${normalized} and id <> ${id}::uuid`,
+    );
     if (other) return { status: "conflict", other };
   }
   const sets: SQL[] = [sql`name = ${name}`, sql`normalized_name = ${normalized}`, sql`type = ${type}`];
@@ -216,10 +235,13 @@ export async function restoreMemory(tx: Tx, id: string): Promise<boolean> {
 }
 
 async function memoryItem(tx: Tx, id: string): Promise<MemoryItem | null> {
-  const [row] = await sqlRows<ItemRow>(tx, sql`
+  const [row] = await sqlRows<ItemRow>(
+    tx,
+    sql`
     select ${ITEM_COLUMNS}
     from entities e left join sources s on s.id = e.source_id
-    where e.id = ${id}::uuid`);
+    where e.id = ${id}::uuid`,
+  );
   return row ? toItem(row) : null;
 }
 
@@ -253,7 +275,9 @@ function decodeCursor(cursor: string): { at: string; id: string } {
   } catch {
     throw new InvalidCursorError();
   }
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(text);
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z)\|([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.exec(
+    text,
+  );
   if (!match || Number.isNaN(Date.parse(match[1]!))) throw new InvalidCursorError();
   return { at: match[1]!, id: match[2]! };
 }

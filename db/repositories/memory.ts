@@ -58,7 +58,9 @@ export async function claimSource(tx: Tx, userId: string, ref: SourceRef): Promi
  * revives an archived entity and keeps the first name, source and told_at (when it was first told).
  */
 export async function captureEntity(tx: Tx, userId: string, input: CaptureInput): Promise<{ entityId: string; created: boolean }> {
-  const rows = await sqlRows<{ id: string; created: boolean }>(tx, sql`
+  const rows = await sqlRows<{ id: string; created: boolean }>(
+    tx,
+    sql`
     insert into entities (user_id, type, name, normalized_name, properties, embedding, source_id, happened_at)
     values (${userId}, ${input.type}, ${input.name.trim()}, ${normalizeName(input.name)},
             ${JSON.stringify(input.properties ?? {})}::jsonb, ${vectorLiteral(input.embedding)}::vector, ${input.sourceId},
@@ -69,7 +71,8 @@ export async function captureEntity(tx: Tx, userId: string, input: CaptureInput)
       embedding = coalesce(excluded.embedding, entities.embedding),
       source_id = coalesce(entities.source_id, excluded.source_id),
       status = 'active'
-    returning id, (xmax = 0) as created`);
+    returning id, (xmax = 0) as created`,
+  );
   const row = rows[0];
   if (!row) throw new Error("captureEntity returned no row");
   return { entityId: row.id, created: row.created };

@@ -8,7 +8,9 @@ import { authUsers, users } from "../schema";
 
 /** Sets the person's IANA timezone (validated by the caller); false when there is no such person. */
 export async function setTimezone(db: Database, userId: string, timezone: string): Promise<boolean> {
-  const rows = await db.withAuth((tx) => tx.update(authUsers).set({ timezone }).where(eq(authUsers.id, userId)).returning({ id: authUsers.id }));
+  const rows = await db.withAuth((tx) =>
+    tx.update(authUsers).set({ timezone }).where(eq(authUsers.id, userId)).returning({ id: authUsers.id }),
+  );
   return rows.length > 0;
 }
 

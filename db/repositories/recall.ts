@@ -86,7 +86,9 @@ const WIDE_WINDOW_CANDIDATES = 5 * VECTOR_CANDIDATES;
 const STEM_FROM = 6;
 
 const STOPWORDS = new Set(
-  "a an and are as at be book books by did do does for from have how i in is it me my of on or read the to was what when where which who why with you your remember know about".split(" "),
+  "a an and are as at be book books by did do does for from have how i in is it me my of on or read the to was what when where which who why with you your remember know about".split(
+    " ",
+  ),
 );
 
 /** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
@@ -297,7 +299,9 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
     query.since !== undefined || query.before !== undefined
       ? sql`select id, row_number() over (order by at desc) as rank from live order by at desc limit ${CANDIDATES}`
       : none;
-  const rows = await sqlRows<FactRow>(tx, sql`
+  const rows = await sqlRows<FactRow>(
+    tx,
+    sql`
     with
     live as materialized (
       select id, ${when} as at, sketch, search from facts
@@ -330,10 +334,18 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
     join facts f on f.id = u.id
     left join sources s on s.id = f.source_id
     order by score desc
-    limit ${query.limit}`);
+    limit ${query.limit}`,
+  );
   return rows.map((row) => ({
     kind: "fact",
-    fact: { id: row.id, statement: row.statement, category: row.category, subject: row.subject, confidence: Number(Number(row.confidence).toFixed(3)), origin: row.origin },
+    fact: {
+      id: row.id,
+      statement: row.statement,
+      category: row.category,
+      subject: row.subject,
+      confidence: Number(Number(row.confidence).toFixed(3)),
+      origin: row.origin,
+    },
     score: Number(Number(row.score).toFixed(5)),
     matchedBy: matchKinds(row.matched_by),
     source: sourceOf(row, row.told_at),
@@ -402,7 +414,12 @@ function sourceOf(row: SourceColumns, fallbackAt: string | Date): Source {
 
 function matchKinds(value: MatchKind[] | string): MatchKind[] {
   // Postgres text[] output ("{a,b}") when the driver has not parsed it.
-  const kinds = Array.isArray(value) ? value : value.replace(/^\{|\}$/g, "").split(",").filter(Boolean);
+  const kinds = Array.isArray(value)
+    ? value
+    : value
+        .replace(/^\{|\}$/g, "")
+        .split(",")
+        .filter(Boolean);
   return (kinds as MatchKind[]).sort();
 }
 

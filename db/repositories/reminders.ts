@@ -33,7 +33,15 @@ export async function createReminder(
   const key = reminder.idempotencyKey ?? null;
   const [row] = await tx
     .insert(events)
-    .values({ userId, kind: "reminder", occurredAt: reminder.at, payload: { text: reminder.text }, status: "scheduled", sourceId: reminder.sourceId, idempotencyKey: key })
+    .values({
+      userId,
+      kind: "reminder",
+      occurredAt: reminder.at,
+      payload: { text: reminder.text },
+      status: "scheduled",
+      sourceId: reminder.sourceId,
+      idempotencyKey: key,
+    })
     .onConflictDoNothing({ target: [events.userId, events.idempotencyKey] })
     .returning({ id: events.id });
   if (row) return row.id;
@@ -53,7 +61,13 @@ const PAST_LIMIT = 50;
 export const LISTED_LIMIT = 20;
 
 function toItem(row: { id: string; payload: Record<string, unknown>; at: Date; status: string; createdAt: Date }): ReminderItem {
-  return { id: row.id, text: String(row.payload.text ?? ""), at: row.at.toISOString(), status: row.status as ReminderStatus, createdAt: row.createdAt.toISOString() };
+  return {
+    id: row.id,
+    text: String(row.payload.text ?? ""),
+    at: row.at.toISOString(),
+    status: row.status as ReminderStatus,
+    createdAt: row.createdAt.toISOString(),
+  };
 }
 
 const columns = { id: events.id, payload: events.payload, at: events.occurredAt, status: events.status, createdAt: events.createdAt };

@@ -47,7 +47,13 @@ export function createTelemetry(config: Config): Telemetry {
   const axiom = config.AXIOM_TOKEN && config.AXIOM_DATASET ? { token: config.AXIOM_TOKEN, dataset: config.AXIOM_DATASET } : null;
   return {
     capture({ event, userId, properties }) {
-      if (posthog) events.push({ event, distinct_id: userId, properties: { ...properties, $lib: "soma-worker", environment: config.ENVIRONMENT }, timestamp: new Date().toISOString() });
+      if (posthog)
+        events.push({
+          event,
+          distinct_id: userId,
+          properties: { ...properties, $lib: "soma-worker", environment: config.ENVIRONMENT },
+          timestamp: new Date().toISOString(),
+        });
     },
     log(line) {
       if (axiom) lines.push({ _time: new Date().toISOString(), service: "soma", environment: config.ENVIRONMENT, ...line });
@@ -57,7 +63,14 @@ export function createTelemetry(config: Config): Telemetry {
       if (posthog && events.length) {
         const batch = events.splice(0);
         // PostHog authenticates by the api_key in the body; only the batch is what it stores.
-        sends.push(post("posthog", `${(config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(/\/+$/, "")}/batch/`, {}, { api_key: posthog, batch: scrubSecrets(batch, config) }));
+        sends.push(
+          post(
+            "posthog",
+            `${(config.POSTHOG_HOST ?? POSTHOG_EU_HOST).replace(/\/+$/, "")}/batch/`,
+            {},
+            { api_key: posthog, batch: scrubSecrets(batch, config) },
+          ),
+        );
       }
       if (axiom && lines.length) {
         const batch = lines.splice(0);
@@ -83,4 +96,3 @@ async function post(sink: string, url: string, headers: Record<string, string>, 
     logJson("warn", { telemetry: sink, error: describeError(error) });
   }
 }
-

@@ -26,7 +26,13 @@ export interface WorkflowTrace {
 export interface Tracer {
   startTurn(turn: { userId: string; channel: Channel; input: string; messageId: string }): TurnTrace;
   /** A workflow run (one Inngest function execution), tagged `workflow` and the function id. */
-  startWorkflow(run: { functionId: string; runId: string; eventId: string | undefined; userId: string | undefined; input: unknown }): WorkflowTrace;
+  startWorkflow(run: {
+    functionId: string;
+    runId: string;
+    eventId: string | undefined;
+    userId: string | undefined;
+    input: unknown;
+  }): WorkflowTrace;
   flush(): Promise<void>;
 }
 

@@ -77,7 +77,10 @@ describe("db:setup", () => {
 function dbSetup(env: Record<string, string>): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     // Asynchronous: the embedded Postgres answering it runs in this process.
-    const child = spawn("npm", ["run", "--silent", "db:setup"], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("npm", ["run", "--silent", "db:setup"], {
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
@@ -162,7 +165,10 @@ interface Backend {
 
 /** The message of a statement expected to fail (drizzle wraps the driver's error as its cause). */
 async function refusal(promise: Promise<unknown>): Promise<string> {
-  const error = await promise.then(() => null, (e: unknown) => e);
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
   if (!error) throw new Error("expected the statement to be refused");
   const cause = (error as { cause?: unknown }).cause;
   return cause instanceof Error ? cause.message : (error as Error).message;
@@ -178,8 +184,15 @@ function loginRoleCases(name: string, open: () => Promise<Backend>, close: () =>
       backend = await open();
       worker = new Database(backend.workerUrl, { max: 2 });
       [alice, bob] = [await backend.newPerson(), await backend.newPerson()];
-      for (const [person, title] of [[alice, "Dune"], [bob, "Bob's diary"]] as const) {
-        await worker.withUser(person, (tx) => tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name) values (${person}, 'book', ${title}, ${title.toLowerCase()})`));
+      for (const [person, title] of [
+        [alice, "Dune"],
+        [bob, "Bob's diary"],
+      ] as const) {
+        await worker.withUser(person, (tx) =>
+          tx.execute(
+            sqlTag`insert into entities (user_id, type, name, normalized_name) values (${person}, 'book', ${title}, ${title.toLowerCase()})`,
+          ),
+        );
       }
     }, 120_000);
     afterAll(async () => {
@@ -188,31 +201,56 @@ function loginRoleCases(name: string, open: () => Promise<Backend>, close: () =>
     });
 
     it("is a login role with no superuser, BYPASSRLS, CREATEROLE or CREATEDB, inheriting nothing, owning nothing", async () => {
-      const [role] = await backend.owner`select rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolinherit, rolreplication from pg_roles where rolname = ${WORKER.role}`;
-      expect(role).toEqual({ rolcanlogin: true, rolsuper: false, rolbypassrls: false, rolcreaterole: false, rolcreatedb: false, rolinherit: false, rolreplication: false });
-      const groups = await backend.owner`select g.rolname from pg_auth_members m join pg_roles g on g.oid = m.roleid join pg_roles r on r.oid = m.member where r.rolname = ${WORKER.role} order by 1`;
+      const [role] =
+        await backend.owner`select rolcanlogin, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolinherit, rolreplication from pg_roles where rolname = ${WORKER.role}`;
+      expect(role).toEqual({
+        rolcanlogin: true,
+        rolsuper: false,
+        rolbypassrls: false,
+        rolcreaterole: false,
+        rolcreatedb: false,
+        rolinherit: false,
+        rolreplication: false,
+      });
+      const groups =
+        await backend.owner`select g.rolname from pg_auth_members m join pg_roles g on g.oid = m.roleid join pg_roles r on r.oid = m.member where r.rolname = ${WORKER.role} order by 1`;
       expect(groups.map((g) => g.rolname)).toEqual(["soma_app", "soma_auth", "soma_system"]);
-      const [owned] = await backend.owner`select (select count(*) from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = ${WORKER.role})
+      const [owned] =
+        await backend.owner`select (select count(*) from pg_class c join pg_roles r on r.oid = c.relowner where r.rolname = ${WORKER.role})
         + (select count(*) from pg_proc p join pg_roles r on r.oid = p.proowner where r.rolname = ${WORKER.role})
         + (select count(*) from pg_namespace n join pg_roles r on r.oid = n.nspowner where r.rolname = ${WORKER.role}) as n`;
       expect(Number(owned?.n)).toBe(0);
     });
 
     it("reads only its person's rows, even when a statement resets or switches the role", async () => {
-      const own = (await worker.withUser(alice, (tx) => tx.execute(sqlTag`select user_id::text as owner from entities`))) as unknown as Array<{ owner: string }>;
+      const own = (await worker.withUser(alice, (tx) =>
+        tx.execute(sqlTag`select user_id::text as owner from entities`),
+      )) as unknown as Array<{ owner: string }>;
       expect(new Set(own.map((r) => r.owner))).toEqual(new Set([alice]));
-      expect(await refusal(worker.withUser(alice, async (tx) => {
-        await tx.execute(sqlTag`reset role`);
-        return tx.execute(sqlTag`select name from entities where user_id = ${bob}`);
-      }))).toMatch(/permission denied for table entities/);
+      expect(
+        await refusal(
+          worker.withUser(alice, async (tx) => {
+            await tx.execute(sqlTag`reset role`);
+            return tx.execute(sqlTag`select name from entities where user_id = ${bob}`);
+          }),
+        ),
+      ).toMatch(/permission denied for table entities/);
       for (const target of new Set([backend.ownerRole, "postgres"])) {
-        expect(await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`set role ${target}`))))).toMatch(/permission denied to set role/);
-        expect(await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`select set_config('role', '${target}', true)`))))).toMatch(/permission denied to set role/);
+        expect(await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`set role ${target}`))))).toMatch(
+          /permission denied to set role/,
+        );
+        expect(
+          await refusal(worker.withUser(alice, (tx) => tx.execute(sqlTag.raw(`select set_config('role', '${target}', true)`)))),
+        ).toMatch(/permission denied to set role/);
       }
-      expect(await refusal(worker.withUser(alice, async (tx) => {
-        await tx.execute(sqlTag`set role soma_system`);
-        return tx.execute(sqlTag`select name from entities`);
-      }))).toMatch(/permission denied for table entities/);
+      expect(
+        await refusal(
+          worker.withUser(alice, async (tx) => {
+            await tx.execute(sqlTag`set role soma_system`);
+            return tx.execute(sqlTag`select name from entities`);
+          }),
+        ),
+      ).toMatch(/permission denied for table entities/);
     });
 
     it("on a connection of its own it sees nothing, cannot bypass RLS and cannot alter tables or policies", async () => {
@@ -222,10 +260,11 @@ function loginRoleCases(name: string, open: () => Promise<Backend>, close: () =>
         expect(await refusal(login`select name from entities`)).toMatch(/permission denied/);
         expect(await refusal(login`alter role ${login(WORKER.role)} bypassrls`)).toMatch(/permission denied|must be superuser/);
         expect(await refusal(login`create table public.escape (x int)`)).toMatch(/permission denied for schema public/);
-        const asApp = async (statement: string) => login.begin(async (tx) => {
-          await tx`set local role soma_app`;
-          return tx.unsafe(statement);
-        });
+        const asApp = async (statement: string) =>
+          login.begin(async (tx) => {
+            await tx`set local role soma_app`;
+            return tx.unsafe(statement);
+          });
         expect(await asApp("select name from entities")).toEqual([]); // no person set: RLS shows nothing
         expect(await refusal(asApp("set local row_security = off; select name from entities"))).toMatch(/row-level security/);
         expect(await refusal(asApp("alter table entities disable row level security"))).toMatch(/must be owner/);
@@ -236,7 +275,10 @@ function loginRoleCases(name: string, open: () => Promise<Backend>, close: () =>
       } finally {
         await login.end({ timeout: 1 });
       }
-      const wrong = postgres(workerDatabaseUrl(backend.workerUrl, { ...WORKER, password: "not-the-password" }), { max: 1, onnotice: () => {} });
+      const wrong = postgres(workerDatabaseUrl(backend.workerUrl, { ...WORKER, password: "not-the-password" }), {
+        max: 1,
+        onnotice: () => {},
+      });
       expect(await refusal(wrong`select 1`)).toMatch(/password authentication failed/);
       await wrong.end({ timeout: 1 });
     });
@@ -244,37 +286,52 @@ function loginRoleCases(name: string, open: () => Promise<Backend>, close: () =>
 }
 
 describe("finding 6: the Worker connects as a login role that holds nothing of its own", () => {
-  loginRoleCases("embedded Postgres (PGlite)", async () => {
-    await setupDatabase(database.url, () => {}, { worker: WORKER });
-    const app = new Database(database.url, { max: 1 });
-    return {
-      owner: sql,
-      ownerRole: "postgres",
-      workerUrl: workerDatabaseUrl(database.url, WORKER),
-      newPerson: async () => (await createPerson(app, { displayName: `person-${crypto.randomUUID().slice(0, 8)}` })).id,
-      real: false,
-    };
-  }, () => {});
+  loginRoleCases(
+    "embedded Postgres (PGlite)",
+    async () => {
+      await setupDatabase(database.url, () => {}, { worker: WORKER });
+      const app = new Database(database.url, { max: 1 });
+      return {
+        owner: sql,
+        ownerRole: "postgres",
+        workerUrl: workerDatabaseUrl(database.url, WORKER),
+        newPerson: async () => (await createPerson(app, { displayName: `person-${crypto.randomUUID().slice(0, 8)}` })).id,
+        real: false,
+      };
+    },
+    () => {},
+  );
 
   // A managed-database setup: the setup role owns the database and may create roles, but is no superuser.
   let server: RealPostgres | undefined;
   let owner: postgres.Sql | undefined;
-  loginRoleCases("PostgreSQL 15, setup role without superuser", async () => {
-    server = await startRealPostgres();
-    const admin = postgres(server.url, { max: 1, onnotice: () => {} });
-    await admin`create role soma_owner login createrole password 'owner-password'`;
-    await admin`alter database postgres owner to soma_owner`;
-    await admin.end();
-    owner = postgres(server.as("soma_owner", "owner-password"), { max: 1, onnotice: () => {} });
-    await owner.unsafe(STAND_IN_SCHEMA).simple();
-    for (const script of ["0100_roles.sql", "0200_rls.sql"]) await applySqlScript(owner, script, { worker: WORKER });
-    // A second run without the password changes nothing and does not fail: the cases below log in with WORKER.password.
-    await applySqlScript(owner, "0100_roles.sql");
-    return { owner, ownerRole: "soma_owner", workerUrl: server.as(WORKER.role, WORKER.password), newPerson: async () => crypto.randomUUID(), real: true };
-  }, async () => {
-    await owner?.end({ timeout: 1 });
-    server?.stop();
-  }, !realPostgresInstalled);
+  loginRoleCases(
+    "PostgreSQL 15, setup role without superuser",
+    async () => {
+      server = await startRealPostgres();
+      const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+      await admin`create role soma_owner login createrole password 'owner-password'`;
+      await admin`alter database postgres owner to soma_owner`;
+      await admin.end();
+      owner = postgres(server.as("soma_owner", "owner-password"), { max: 1, onnotice: () => {} });
+      await owner.unsafe(STAND_IN_SCHEMA).simple();
+      for (const script of ["0100_roles.sql", "0200_rls.sql"]) await applySqlScript(owner, script, { worker: WORKER });
+      // A second run without the password changes nothing and does not fail: the cases below log in with WORKER.password.
+      await applySqlScript(owner, "0100_roles.sql");
+      return {
+        owner,
+        ownerRole: "soma_owner",
+        workerUrl: server.as(WORKER.role, WORKER.password),
+        newPerson: async () => crypto.randomUUID(),
+        real: true,
+      };
+    },
+    async () => {
+      await owner?.end({ timeout: 1 });
+      server?.stop();
+    },
+    !realPostgresInstalled,
+  );
 });
 
 describe("finding 7: planner tuning applies statement by statement", () => {
@@ -295,15 +352,18 @@ describe("finding 7: planner tuning applies statement by statement", () => {
     ]);
   });
 
-  it.skipIf(!realPostgresInstalled)("without one (PostgreSQL 15) the costs still apply and LEAKPROOF is skipped with a notice", async () => {
-    const server = await startRealPostgres();
-    const notices: string[] = [];
-    const owner = postgres(server.as("soma_planner", "planner-password"), { max: 1, onnotice: (n) => notices.push(String(n.message)) });
-    try {
-      // A managed database's setup role: owns the functions it tunes, is no superuser. No pgvector
-      // here, so a stand-in cosine_distance(vector, vector) carries the cost statement.
-      const admin = postgres(server.url, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`
+  it.skipIf(!realPostgresInstalled)(
+    "without one (PostgreSQL 15) the costs still apply and LEAKPROOF is skipped with a notice",
+    async () => {
+      const server = await startRealPostgres();
+      const notices: string[] = [];
+      const owner = postgres(server.as("soma_planner", "planner-password"), { max: 1, onnotice: (n) => notices.push(String(n.message)) });
+      try {
+        // A managed database's setup role: owns the functions it tunes, is no superuser. No pgvector
+        // here, so a stand-in cosine_distance(vector, vector) carries the cost statement.
+        const admin = postgres(server.url, { max: 1, onnotice: () => {} });
+        await admin
+          .unsafe(`
         create role soma_planner login password 'planner-password';
         create extension pg_trgm;
         create domain vector as float8[];
@@ -311,27 +371,29 @@ describe("finding 7: planner tuning applies statement by statement", () => {
         alter function cosine_distance(vector, vector) owner to soma_planner;
         alter function similarity(text, text) owner to soma_planner;
         alter function similarity_op(text, text) owner to soma_planner;
-        alter function word_similarity_op(text, text) owner to soma_planner;`).simple();
-      await admin.end();
+        alter function word_similarity_op(text, text) owner to soma_planner;`)
+          .simple();
+        await admin.end();
 
-      await applySqlScript(owner, "0400_planner.sql");
-      expect(await tuning(owner)).toEqual([
-        { name: "cosine_distance", cost: 500, leakproof: false },
-        { name: "similarity", cost: 200, leakproof: false },
-        { name: "similarity_op", cost: 200, leakproof: false },
-        { name: "ts_match_vq", cost: 1, leakproof: false },
-        { name: "word_similarity_op", cost: 200, leakproof: false },
-      ]);
-      expect(notices.filter((n) => /^skipped/.test(n))).toEqual([
-        expect.stringMatching(/alter function similarity_op\(text, text\) leakproof/),
-        expect.stringMatching(/word_similarity_op\(text, text\) leakproof/),
-        expect.stringMatching(/ts_match_vq\(tsvector, tsquery\) leakproof/),
-      ]);
-    } finally {
-      await owner.end({ timeout: 1 });
-      server.stop();
-    }
-  });
+        await applySqlScript(owner, "0400_planner.sql");
+        expect(await tuning(owner)).toEqual([
+          { name: "cosine_distance", cost: 500, leakproof: false },
+          { name: "similarity", cost: 200, leakproof: false },
+          { name: "similarity_op", cost: 200, leakproof: false },
+          { name: "ts_match_vq", cost: 1, leakproof: false },
+          { name: "word_similarity_op", cost: 200, leakproof: false },
+        ]);
+        expect(notices.filter((n) => /^skipped/.test(n))).toEqual([
+          expect.stringMatching(/alter function similarity_op\(text, text\) leakproof/),
+          expect.stringMatching(/word_similarity_op\(text, text\) leakproof/),
+          expect.stringMatching(/ts_match_vq\(tsvector, tsquery\) leakproof/),
+        ]);
+      } finally {
+        await owner.end({ timeout: 1 });
+        server.stop();
+      }
+    },
+  );
 });
 
 /**

@@ -45,10 +45,14 @@ describe("a poison update", () => {
     const poison = base + 1;
     expect(await webhook(service.url, WEBHOOK_SECRET, chatId, poison, "Summarise this: POISON")).toBe(200);
     expect(await webhook(service.url, WEBHOOK_SECRET, chatId, base + 2, "I read Dune")).toBe(200);
-    const replies = await waitFor(async () => {
-      const texts = await sent(standIn, chatId);
-      return texts.length >= 3 ? texts : undefined;
-    }, 30_000, "the apology and the next answer");
+    const replies = await waitFor(
+      async () => {
+        const texts = await sent(standIn, chatId);
+        return texts.length >= 3 ? texts : undefined;
+      },
+      30_000,
+      "the apology and the next answer",
+    );
     expect(replies.slice(0, 2)).toEqual([WELCOME, APOLOGY]);
     expect(replies[2]).toMatch(/^Done\. Tool said: .*"created":true/);
     // Telegram redelivers it (a slow acknowledgement, say): acknowledged again, answered no more.

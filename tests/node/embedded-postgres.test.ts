@@ -49,7 +49,14 @@ function rawClient(port: number): Promise<{ socket: Socket; untilReady: () => Pr
       });
     socket.once("error", reject);
     socket.once("connect", async () => {
-      const startup = Buffer.concat([int32(196608), cstring("user"), cstring("postgres"), cstring("database"), cstring("postgres"), Buffer.from([0])]);
+      const startup = Buffer.concat([
+        int32(196608),
+        cstring("user"),
+        cstring("postgres"),
+        cstring("database"),
+        cstring("postgres"),
+        Buffer.from([0]),
+      ]);
       socket.write(Buffer.concat([int32(startup.length + 4), startup]));
       await untilReady();
       resolve({ socket, untilReady });
@@ -63,10 +70,12 @@ describe("the embedded Postgres", () => {
     const a = await rawClient(database.port);
     const b = postgres(database.url, { max: 1, onnotice: () => {} });
     // Client A: Parse + Bind of the unnamed statement and portal in one packet…
-    a.socket.write(Buffer.concat([
-      message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])),
-      message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
-    ]));
+    a.socket.write(
+      Buffer.concat([
+        message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])),
+        message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
+      ]),
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     // …another client's statements run meanwhile (they replace the unnamed statement and portal)…
     expect(await b`select ${"other"}::text as other`).toEqual([{ other: "other" }]);
@@ -89,17 +98,24 @@ describe("the embedded Postgres", () => {
     const other = postgres(database.url.replace("postgres:postgres@", "embedded_other@"), { max: 1, onnotice: () => {}, prepare: false });
     // Client A (postgres): Parse + Flush, as postgres.js sends a statement it must describe first; it
     // waits for the answer before sending Bind, Execute and Sync.
-    a.socket.write(Buffer.concat([message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])), message("H", Buffer.alloc(0))]));
+    a.socket.write(
+      Buffer.concat([
+        message("P", Buffer.concat([cstring(""), cstring("select 41 + 1 as answer"), int16(0)])),
+        message("H", Buffer.alloc(0)),
+      ]),
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     // A client of another role asks meanwhile: switching the session to it (a simple query) would
     // destroy A's unnamed statement, so it waits for A's Sync.
     const waiting = other`select current_user as who`.execute();
     await new Promise((resolve) => setTimeout(resolve, 300));
-    a.socket.write(Buffer.concat([
-      message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
-      message("E", Buffer.concat([cstring(""), int32(0)])),
-      message("S", Buffer.alloc(0)),
-    ]));
+    a.socket.write(
+      Buffer.concat([
+        message("B", Buffer.concat([cstring(""), cstring(""), int16(0), int16(0), int16(0)])),
+        message("E", Buffer.concat([cstring(""), int32(0)])),
+        message("S", Buffer.alloc(0)),
+      ]),
+    );
     const reply = await a.untilReady();
     expect(reply.includes(Buffer.from("does not exist"))).toBe(false);
     expect(reply.includes(Buffer.from("42"))).toBe(true);

@@ -24,7 +24,16 @@ async function post(chatId: number, text: string, id = ++updateId): Promise<numb
   const response = await fetch(`${app!.url}/api/messenger/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": SECRET },
-    body: JSON.stringify({ update_id: id, message: { message_id: id % 1e6, date: 0, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Dee" }, text } }),
+    body: JSON.stringify({
+      update_id: id,
+      message: {
+        message_id: id % 1e6,
+        date: 0,
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "Dee" },
+        text,
+      },
+    }),
   });
   await response.arrayBuffer();
   return response.status;
@@ -33,7 +42,9 @@ async function post(chatId: number, text: string, id = ++updateId): Promise<numb
 async function replies(chatId: number, count: number, timeoutMs = 20_000): Promise<string[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{ payload: { text: string } }>;
+    const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
+      payload: { text: string };
+    }>;
     if (calls.length >= count || Date.now() > deadline) return calls.map((c) => c.payload.text);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

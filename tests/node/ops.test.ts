@@ -53,7 +53,13 @@ afterAll(async () => {
 
 describe("npm run smoke against npm start", () => {
   it("passes 1–6 after telegram:register, with replies inside the spec's 3–5 s", async () => {
-    const settings = { ...secrets, ...services, APP_BASE_URL: app.url, DATABASE_URL: inject("databaseUrl"), SMOKE_TELEGRAM_CHAT_ID: String(chatId) };
+    const settings = {
+      ...secrets,
+      ...services,
+      APP_BASE_URL: app.url,
+      DATABASE_URL: inject("databaseUrl"),
+      SMOKE_TELEGRAM_CHAT_ID: String(chatId),
+    };
     const registered: string[] = [];
     await registerWebhook(settings, (line) => registered.push(line));
     expect(registered.join("\n")).toContain(`${app.url}/api/messenger/webhook`);
@@ -74,7 +80,10 @@ describe("npm run smoke against npm start", () => {
     console.log(lines.join("\n"));
 
     // What the person saw in Telegram, timed at the Bot API: each reply within the spec's budget.
-    const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{ payload: { text: string }; at: number }>;
+    const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
+      payload: { text: string };
+      at: number;
+    }>;
     expect(calls).toHaveLength(3);
     expect(calls[1]!.payload.text).toMatch(/^Done\. Tool said: .*"created":true/);
     expect(calls[2]!.payload.text).toMatch(/^Done\. Tool said: .*"name":"Smoke Test /);
@@ -86,7 +95,10 @@ describe("npm run smoke against npm start", () => {
     try {
       const { ok, rows } = await smoke({ baseUrl: app.url, settings, log: () => {} });
       expect(ok).toBe(false);
-      expect(rows.find((r) => r.check === "5 webhook")).toMatchObject({ ok: false, detail: expect.stringContaining("pending_update_count 3") });
+      expect(rows.find((r) => r.check === "5 webhook")).toMatchObject({
+        ok: false,
+        detail: expect.stringContaining("pending_update_count 3"),
+      });
     } finally {
       await fetch(`${standIn}/__pending`, { method: "POST", body: JSON.stringify({ token: secrets.TELEGRAM_BOT_TOKEN, count: 0 }) });
     }
@@ -109,7 +121,10 @@ describe("the commands as commands (exit codes, output)", () => {
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("usage: npm run smoke -- --base-url");
 
-    const failing = tsx(["ops/smoke.ts", "--base-url", app.url], { TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN, TELEGRAM_API_ROOT: standIn });
+    const failing = tsx(["ops/smoke.ts", "--base-url", app.url], {
+      TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN,
+      TELEGRAM_API_ROOT: standIn,
+    });
     expect(failing.status).toBe(1);
     expect(failing.stdout).toMatch(/2 workflows\s+FAIL\s+INNGEST_SIGNING_KEY is not set/);
     expect(failing.stdout).toMatch(/1 health\s+ok/);
@@ -173,7 +188,11 @@ describe("npm run deploy / rollback / versions", () => {
     expect(log.join("\n")).toContain("smoke: 6/6 passed");
     expect(await registrations()).toBe(synced + 1);
     // Cloudflare credentials reach wrangler through its environment, never its arguments.
-    expect(readStub().calls.every((c) => c.env.CLOUDFLARE_ACCOUNT_ID === "account-123" && c.env.hasToken && !c.args.join(" ").includes("cf-token-secret"))).toBe(true);
+    expect(
+      readStub().calls.every(
+        (c) => c.env.CLOUDFLARE_ACCOUNT_ID === "account-123" && c.env.hasToken && !c.args.join(" ").includes("cf-token-secret"),
+      ),
+    ).toBe(true);
 
     expect(await deploy(settings, { log: () => {} })).toBe(true);
     const v2 = readStub().versions[1]!.id;

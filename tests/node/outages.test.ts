@@ -70,25 +70,47 @@ describe("outages while npm start runs", () => {
 
     database = await startEmbeddedPostgres({ dataDir, port: database.port });
     const backAt = Date.now();
-    await waitFor(async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Solaris"]) === "Solaris"), 30_000, "the answer once the database is back")
-      .catch(async (error: Error) => {
-        throw new Error(`${error.message}; texts so far: ${JSON.stringify(await replies())}`);
-      });
-    console.log(JSON.stringify({ measure: "postgres-outage", outage_ms: backAt - downAt, notice_after_release_ms: noticeAfterMs, back_to_answer_ms: Date.now() - backAt }));
+    await waitFor(
+      async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Solaris"]) === "Solaris"),
+      30_000,
+      "the answer once the database is back",
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}; texts so far: ${JSON.stringify(await replies())}`);
+    });
+    console.log(
+      JSON.stringify({
+        measure: "postgres-outage",
+        outage_ms: backAt - downAt,
+        notice_after_release_ms: noticeAfterMs,
+        back_to_answer_ms: Date.now() - backAt,
+      }),
+    );
     await sleep(3000); // a second copy would arrive by now
 
     const texts = await replies();
-    expect(texts.filter((text) => text === APOLOGY), "no apology").toEqual([]);
-    expect(texts.map((text) => (text === OUTAGE_NOTICE ? "notice" : subjectOf(text, services.tap(), ["Solaris"]) ?? text))).toEqual(["notice", "Solaris"]);
+    expect(
+      texts.filter((text) => text === APOLOGY),
+      "no apology",
+    ).toEqual([]);
+    expect(texts.map((text) => (text === OUTAGE_NOTICE ? "notice" : (subjectOf(text, services.tap(), ["Solaris"]) ?? text)))).toEqual([
+      "notice",
+      "Solaris",
+    ]);
 
     const owner = postgres(database.url, { max: 1, onnotice: () => {} });
     try {
       const rows = await owner<{ name: string }[]>`select name from entities where name = 'Solaris'`;
-      expect(rows.map((row) => row.name), "one memory of Solaris").toEqual(["Solaris"]);
+      expect(
+        rows.map((row) => row.name),
+        "one memory of Solaris",
+      ).toEqual(["Solaris"]);
     } finally {
       await owner.end();
     }
-    expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);
+    expect(
+      statuses.filter((s) => s.status >= 500),
+      "webhook 5xx",
+    ).toEqual([]);
     expect(await health(service.url)).toBe(200);
   }, 170_000);
 
@@ -108,12 +130,18 @@ describe("outages while npm start runs", () => {
     expect(await post(service, chatId, "I read Beloved")).toBe(200);
     expect(await post(service, chatId, "I read Kindred")).toBe(200);
     // Acknowledged at once: storing a message never waits for Telegram.
-    expect(statuses.map((s) => s.ms).every((ms) => ms < 5000), `webhook times ${JSON.stringify(statuses)}`).toBe(true);
+    expect(
+      statuses.map((s) => s.ms).every((ms) => ms < 5000),
+      `webhook times ${JSON.stringify(statuses)}`,
+    ).toBe(true);
 
     await sleep(8000);
     // Each attempt is abandoned at the deadline (the stand-in then drops it: nothing recorded) and
     // tried again: a held call never holds the inbox longer than TELEGRAM_API_TIMEOUT_SECONDS.
-    const attempts = services.tap().botAttempts("sendMessage", chatId).filter((a) => a.at >= hungAt);
+    const attempts = services
+      .tap()
+      .botAttempts("sendMessage", chatId)
+      .filter((a) => a.at >= hungAt);
     const heldFor = attempts.map((a) => (a.gaveUpAt ?? Date.now()) - a.at);
     console.log(JSON.stringify({ measure: "bot-api-hang", attempts_during_hang: attempts.length, held_ms: heldFor }));
     expect(await sent(standIn, chatId), "nothing delivered while the Bot API hangs").toEqual([]);
@@ -124,20 +152,31 @@ describe("outages while npm start runs", () => {
 
     await release();
     const releasedAt = Date.now();
-    const subjects = async () => (await sent(standIn, chatId)).map((text) => subjectOf(text, services.tap(), ["Beloved", "Kindred"]) ?? text);
-    await waitFor(async () => {
-      const seen = await subjects();
-      return seen.includes("Beloved") && seen.includes("Kindred");
-    }, 30_000, "both replies after the Bot API answers again").catch(async (error: Error) => {
+    const subjects = async () =>
+      (await sent(standIn, chatId)).map((text) => subjectOf(text, services.tap(), ["Beloved", "Kindred"]) ?? text);
+    await waitFor(
+      async () => {
+        const seen = await subjects();
+        return seen.includes("Beloved") && seen.includes("Kindred");
+      },
+      30_000,
+      "both replies after the Bot API answers again",
+    ).catch(async (error: Error) => {
       throw new Error(`${error.message}; texts so far: ${JSON.stringify(await sent(standIn, chatId))}`);
     });
     console.log(JSON.stringify({ measure: "bot-api-hang", release_to_both_delivered_ms: Date.now() - releasedAt }));
     await sleep(3000);
 
     const texts = await sent(standIn, chatId);
-    expect(texts.filter((text) => text === APOLOGY), "no apology").toEqual([]);
+    expect(
+      texts.filter((text) => text === APOLOGY),
+      "no apology",
+    ).toEqual([]);
     expect(await subjects(), "one reply each, in order").toEqual(["Beloved", "Kindred"]);
-    expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);
+    expect(
+      statuses.filter((s) => s.status >= 500),
+      "webhook 5xx",
+    ).toEqual([]);
     expect(await health(service.url)).toBe(200);
   }, 90_000);
 });

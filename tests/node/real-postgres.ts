@@ -18,7 +18,9 @@ export interface RealPostgres {
 function findPostgres(): { run: (program: string, args: string[]) => void } | null {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
-  const version = readdirSync(root).sort((a, b) => Number(b) - Number(a)).find((v) => existsSync(join(root, v, "bin", "initdb")));
+  const version = readdirSync(root)
+    .sort((a, b) => Number(b) - Number(a))
+    .find((v) => existsSync(join(root, v, "bin", "initdb")));
   if (!version) return null;
   const bin = join(root, version, "bin");
   const asRoot = process.getuid?.() === 0;
@@ -44,8 +46,18 @@ export async function startRealPostgres(): Promise<RealPostgres> {
   const pwfile = join(dir, "pw");
   execFileSync("sh", ["-c", `printf '%s' '${superPassword}' > ${pwfile} && chmod 644 ${pwfile}`]);
   installed.run("initdb", ["-D", join(dir, "data"), "-A", "scram-sha-256", "-U", "postgres", `--pwfile=${pwfile}`]);
-  installed.run("pg_ctl", ["-D", join(dir, "data"), "-w", "-l", join(dir, "log"), "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, "start"]);
-  const as = (role: string, password: string) => `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  installed.run("pg_ctl", [
+    "-D",
+    join(dir, "data"),
+    "-w",
+    "-l",
+    join(dir, "log"),
+    "-o",
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`,
+    "start",
+  ]);
+  const as = (role: string, password: string) =>
+    `postgres://${encodeURIComponent(role)}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
   return {
     url: as("postgres", superPassword),
     as,

@@ -45,7 +45,11 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
   const hungAt = Date.now();
   for (const book of BOOKS) expect(await post(service, chatId, `I read ${book}`)).toBe(200);
   // A turn is in flight (its model request is held at the stand-in) and the inbox holds the rest.
-  await waitFor(() => BOOKS.some((book) => services.tap().modelRequests(`I read ${book}`, hungAt).length > 0), 30_000, "a turn to reach the model");
+  await waitFor(
+    () => BOOKS.some((book) => services.tap().modelRequests(`I read ${book}`, hungAt).length > 0),
+    30_000,
+    "a turn to reach the model",
+  );
   const inFlight = BOOKS.filter((book) => services.tap().modelRequests(`I read ${book}`, hungAt).length > 0);
   const stopped = await stop(service);
   await release();
@@ -54,35 +58,55 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
   const relaunchedAt = Date.now();
   service = await launch({ stateDir, port, standIn: services.tap().url });
   const replies = async () => (await sent(standIn, chatId)).slice(1);
-  await waitFor(async () => {
-    const texts = await replies();
-    return BOOKS.every((book) => texts.some((text) => subjectOf(text, services.tap(), BOOKS) === book));
-  }, 60_000, "a reply to each of the three messages after npm start again").catch(async (error: Error) => {
+  await waitFor(
+    async () => {
+      const texts = await replies();
+      return BOOKS.every((book) => texts.some((text) => subjectOf(text, services.tap(), BOOKS) === book));
+    },
+    60_000,
+    "a reply to each of the three messages after npm start again",
+  ).catch(async (error: Error) => {
     throw new Error(`${error.message}; texts so far: ${JSON.stringify(await replies())}`);
   });
-  console.log(JSON.stringify({
-    measure: "restart-recovery",
-    stop: label,
-    turns_in_flight_at_stop: inFlight,
-    ...(stopped && typeof stopped === "object" ? { stop_result: stopped } : {}),
-    launch_to_health_ms: service.readyAt - relaunchedAt,
-    launch_to_all_answered_ms: Date.now() - relaunchedAt,
-  }));
+  console.log(
+    JSON.stringify({
+      measure: "restart-recovery",
+      stop: label,
+      turns_in_flight_at_stop: inFlight,
+      ...(stopped && typeof stopped === "object" ? { stop_result: stopped } : {}),
+      launch_to_health_ms: service.readyAt - relaunchedAt,
+      launch_to_all_answered_ms: Date.now() - relaunchedAt,
+    }),
+  );
 
   // The person writes again: acknowledged (never 5xx) and answered once.
   expect(await post(service, chatId, "I read Middlemarch")).toBe(200);
-  await waitFor(async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Middlemarch"]) === "Middlemarch"), 30_000, "the reply to Middlemarch");
+  await waitFor(
+    async () => (await replies()).some((text) => subjectOf(text, services.tap(), ["Middlemarch"]) === "Middlemarch"),
+    30_000,
+    "the reply to Middlemarch",
+  );
   await sleep(3000); // a second copy of any reply would arrive by now
 
   const texts = await replies();
-  console.log(JSON.stringify({ stop: label, replies: texts.map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text) }));
-  expect(texts.filter((text) => text === APOLOGY), "no apology").toEqual([]);
+  console.log(
+    JSON.stringify({ stop: label, replies: texts.map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text) }),
+  );
+  expect(
+    texts.filter((text) => text === APOLOGY),
+    "no apology",
+  ).toEqual([]);
   expect(texts.filter((text) => text === OUTAGE_NOTICE).length, "at most one outage notice in all").toBeLessThanOrEqual(1);
   // Exactly one reply per message, and nothing else (unknown texts show up verbatim).
-  const subjects = texts.filter((text) => text !== OUTAGE_NOTICE).map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text);
+  const subjects = texts
+    .filter((text) => text !== OUTAGE_NOTICE)
+    .map((text) => subjectOf(text, services.tap(), [...BOOKS, "Middlemarch"]) ?? text);
   expect([...subjects].sort()).toEqual([...BOOKS, "Middlemarch"].sort());
   expect(subjects.at(-1)).toBe("Middlemarch");
-  expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);
+  expect(
+    statuses.filter((s) => s.status >= 500),
+    "webhook 5xx",
+  ).toEqual([]);
   expect(await health(service.url)).toBe(200);
 }
 
@@ -102,7 +126,10 @@ describe("npm start stopped with messages in flight, then started again over the
     const port = await freePort();
     let service = await launch({ stateDir, port, standIn: services.tap().url });
     const first = randomChatId();
-    const people = Array.from({ length: 30 }, (_, i) => ({ chatId: first + i * 7, book: `Opus ${i}-${Math.random().toString(36).slice(2, 7)}` }));
+    const people = Array.from({ length: 30 }, (_, i) => ({
+      chatId: first + i * 7,
+      book: `Opus ${i}-${Math.random().toString(36).slice(2, 7)}`,
+    }));
 
     const release = await hang(standIn, "chat");
     const hungAt = Date.now();
@@ -112,33 +139,52 @@ describe("npm start stopped with messages in flight, then started again over the
       const results = await Promise.all(batch.map((p) => post(service, p.chatId, `I read ${p.book}`)));
       expect(results).toEqual(batch.map(() => 200));
     }
-    await waitFor(() => people.every((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0), 60_000, "every person's turn to reach the model")
-      .catch((error: Error) => {
-        throw new Error(`${error.message}: ${people.filter((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0).length}/30 did`);
-      });
+    await waitFor(
+      () => people.every((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0),
+      60_000,
+      "every person's turn to reach the model",
+    ).catch((error: Error) => {
+      throw new Error(
+        `${error.message}: ${people.filter((p) => services.tap().modelRequests(`I read ${p.book}`, hungAt).length > 0).length}/30 did`,
+      );
+    });
     await killEverything(service);
     await release();
 
     const relaunchedAt = Date.now();
     service = await launch({ stateDir, port, standIn: services.tap().url });
     const answered = async () => {
-      const done = await Promise.all(people.map(async (p) => (await sent(standIn, p.chatId)).some((t) => subjectOf(t, services.tap(), [p.book]) === p.book)));
+      const done = await Promise.all(
+        people.map(async (p) => (await sent(standIn, p.chatId)).some((t) => subjectOf(t, services.tap(), [p.book]) === p.book)),
+      );
       return done.filter(Boolean).length;
     };
     await waitFor(async () => (await answered()) === people.length, 90_000, "all thirty answered").catch(async (error: Error) => {
       throw new Error(`${error.message}: ${await answered()}/30 answered; wrangler ${wranglerProcess(service) ? "running" : "GONE"}`);
     });
-    console.log(JSON.stringify({ measure: "restart-thirty-alarms", launch_to_health_ms: service.readyAt - relaunchedAt, launch_to_all_answered_ms: Date.now() - relaunchedAt }));
+    console.log(
+      JSON.stringify({
+        measure: "restart-thirty-alarms",
+        launch_to_health_ms: service.readyAt - relaunchedAt,
+        launch_to_all_answered_ms: Date.now() - relaunchedAt,
+      }),
+    );
     await sleep(3000);
 
     for (const p of people) {
       const texts = await sent(standIn, p.chatId);
-      expect(texts.filter((t) => t === APOLOGY), `no apology for ${p.chatId}`).toEqual([]);
+      expect(
+        texts.filter((t) => t === APOLOGY),
+        `no apology for ${p.chatId}`,
+      ).toEqual([]);
       expect(texts.filter((t) => t === OUTAGE_NOTICE).length, `at most one notice for ${p.chatId}`).toBeLessThanOrEqual(1);
       const subjects = texts.filter((t) => t !== OUTAGE_NOTICE).map((t) => subjectOf(t, services.tap(), [p.book]) ?? t);
       expect(subjects, `one reply for ${p.chatId}`).toEqual([p.book]);
     }
-    expect(statuses.filter((s) => s.status >= 500), "webhook 5xx").toEqual([]);
+    expect(
+      statuses.filter((s) => s.status >= 500),
+      "webhook 5xx",
+    ).toEqual([]);
     expect(wranglerProcess(service), "the wrangler process").toBeDefined();
     expect(service.child.exitCode, "npm start still running").toBeNull();
     expect(await health(service.url)).toBe(200);

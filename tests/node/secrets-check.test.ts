@@ -13,13 +13,29 @@ import { checkSecrets, extraValues, parseEnvExample, pushSecrets, secretNames, S
 
 /** The spec's 23 ("Secrets: all 23 secrets filled", "Secrets expected filled: 23 of 23"). */
 const SPEC_23 = [
-  "APP_BASE_URL", "DATABASE_URL", "SESSION_SECRET", "TOKEN_ENCRYPTION_KEY",
-  "TELEGRAM_BOT_TOKEN", "TELEGRAM_WEBHOOK_SECRET", "TELEGRAM_BOT_USERNAME",
-  "MAIL_PUSH_TOKEN", "GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET", "GMAIL_PUBSUB_TOPIC",
-  "INNGEST_EVENT_KEY", "INNGEST_SIGNING_KEY",
-  "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "LANGFUSE_BASE_URL", "SENTRY_DSN", "POSTHOG_API_KEY", "POSTHOG_HOST",
-  "AXIOM_TOKEN", "AXIOM_DATASET",
-  "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN",
+  "APP_BASE_URL",
+  "DATABASE_URL",
+  "SESSION_SECRET",
+  "TOKEN_ENCRYPTION_KEY",
+  "TELEGRAM_BOT_TOKEN",
+  "TELEGRAM_WEBHOOK_SECRET",
+  "TELEGRAM_BOT_USERNAME",
+  "MAIL_PUSH_TOKEN",
+  "GOOGLE_CLIENT_ID",
+  "GOOGLE_CLIENT_SECRET",
+  "GMAIL_PUBSUB_TOPIC",
+  "INNGEST_EVENT_KEY",
+  "INNGEST_SIGNING_KEY",
+  "LANGFUSE_PUBLIC_KEY",
+  "LANGFUSE_SECRET_KEY",
+  "LANGFUSE_BASE_URL",
+  "SENTRY_DSN",
+  "POSTHOG_API_KEY",
+  "POSTHOG_HOST",
+  "AXIOM_TOKEN",
+  "AXIOM_DATASET",
+  "CLOUDFLARE_ACCOUNT_ID",
+  "CLOUDFLARE_API_TOKEN",
 ];
 const EXTRAS = ["DATABASE_WORKER_PASSWORD", "OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID"];
 
@@ -37,7 +53,10 @@ const check = (names: string[], environment: NodeJS.ProcessEnv = {}) => {
 };
 /** The command itself, as the operator runs it. */
 const run = (names: string[]) =>
-  spawnSync("node_modules/.bin/tsx", ["ops/secrets.ts", "check", "--env-file", envFile(names)], { encoding: "utf8", env: { PATH: process.env.PATH } });
+  spawnSync("node_modules/.bin/tsx", ["ops/secrets.ts", "check", "--env-file", envFile(names)], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH },
+  });
 
 describe("the names in .env.example", () => {
   it("are the spec's 23 secrets, then the setup and operator values apart", () => {
@@ -57,8 +76,12 @@ describe("the names in .env.example", () => {
     expect(parseEnvExample(text).spec).toHaveLength(23);
     expect(() => parseEnvExample(text.replace("APP_BASE_URL=", "NEW_SECRET=\nAPP_BASE_URL="))).toThrow(/24 names .*spec's 23.*NEW_SECRET/s);
     expect(() => parseEnvExample(text.replace("SENTRY_DSN=\n", ""))).toThrow(/22 names .*spec's 23/s);
-    expect(() => parseEnvExample(text.replace(/^# === Not among the spec's 23.*$/m, "# (header removed)"))).toThrow(/Not among the spec's 23/);
-    expect(() => parseEnvExample(text.replace("# Optional: bearer", "# A note without its label\nNEW_VALUE=\n# Optional: bearer"))).toThrow(/NEW_VALUE.*"# Setup:" or "# Optional:"/s);
+    expect(() => parseEnvExample(text.replace(/^# === Not among the spec's 23.*$/m, "# (header removed)"))).toThrow(
+      /Not among the spec's 23/,
+    );
+    expect(() => parseEnvExample(text.replace("# Optional: bearer", "# A note without its label\nNEW_VALUE=\n# Optional: bearer"))).toThrow(
+      /NEW_VALUE.*"# Setup:" or "# Optional:"/s,
+    );
     expect(() => parseEnvExample(text.replace("OPS_TOKEN=", "APP_BASE_URL=\nOPS_TOKEN="))).toThrow(/APP_BASE_URL.*twice/);
   });
 });
@@ -69,7 +92,10 @@ describe("npm run secrets:check", () => {
     expect(all).toMatchObject({ filled: 23, total: 23, missing: [] });
     expect(all.lines[0]).toBe("filled 23/23");
 
-    const partial = check(SPEC_23.filter((n) => !["SENTRY_DSN", "AXIOM_TOKEN"].includes(n)), { AXIOM_TOKEN: "from-env" });
+    const partial = check(
+      SPEC_23.filter((n) => !["SENTRY_DSN", "AXIOM_TOKEN"].includes(n)),
+      { AXIOM_TOKEN: "from-env" },
+    );
     expect(partial).toMatchObject({ filled: 22, total: 23, missing: ["SENTRY_DSN"] });
     expect(partial.lines.slice(0, 2)).toEqual(["filled 22/23", "missing: SENTRY_DSN"]);
   });
@@ -83,7 +109,12 @@ describe("npm run secrets:check", () => {
     );
 
     const some = check([...SPEC_23, "DATABASE_WORKER_PASSWORD"]);
-    expect(some).toMatchObject({ filled: 23, total: 23, missing: [], extras: { set: ["DATABASE_WORKER_PASSWORD"], unset: EXTRAS.slice(1) } });
+    expect(some).toMatchObject({
+      filled: 23,
+      total: 23,
+      missing: [],
+      extras: { set: ["DATABASE_WORKER_PASSWORD"], unset: EXTRAS.slice(1) },
+    });
     expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 1\/4 set; not set: OPS_TOKEN \(optional: /);
 
     const every = check([...SPEC_23, ...EXTRAS]);
@@ -101,7 +132,10 @@ describe("npm run secrets:check", () => {
     expect(full.stdout).toContain("not set: DATABASE_WORKER_PASSWORD (setup: ");
 
     const everything = run([...SPEC_23, ...EXTRAS]);
-    expect([everything.status, everything.stdout.trim()]).toEqual([0, "filled 23/23\nsetup and operator values, not among the 23: 4/4 set"]);
+    expect([everything.status, everything.stdout.trim()]).toEqual([
+      0,
+      "filled 23/23\nsetup and operator values, not among the 23: 4/4 set",
+    ]);
 
     const short = run([...SPEC_23.slice(1), ...EXTRAS]);
     expect(short.status).toBe(1);
@@ -114,15 +148,21 @@ describe("npm run secrets:push", () => {
   it("pushes what the Worker reads, from both groups, through wrangler secret bulk, never echoing a value", async () => {
     const stubState = `${mkdtempSync(`${tmpdir()}/soma-wrangler-stub-`)}/state.json`;
     process.env.STUB_WRANGLER_STATE = stubState;
-    const readStub = () => JSON.parse(readFileSync(stubState, "utf8")) as { secrets: Record<string, string>; calls: Array<{ args: string[] }> };
+    const readStub = () =>
+      JSON.parse(readFileSync(stubState, "utf8")) as { secrets: Record<string, string>; calls: Array<{ args: string[] }> };
     const lines: string[] = [];
     try {
-      const pushed = await pushSecrets({ WRANGLER_BIN: `${process.cwd()}/tests/node/fixtures/wrangler-stub.mjs` }, envFile([...SPEC_23, ...EXTRAS]), (l) => lines.push(l));
+      const pushed = await pushSecrets(
+        { WRANGLER_BIN: `${process.cwd()}/tests/node/fixtures/wrangler-stub.mjs` },
+        envFile([...SPEC_23, ...EXTRAS]),
+        (l) => lines.push(l),
+      );
       // Not DATABASE_URL and DATABASE_WORKER_PASSWORD (db:setup and Hyperdrive), not CLOUDFLARE_* (deploys).
       expect(pushed).toEqual([...SPEC_23, ...EXTRAS].filter((n) => CONFIG_KEYS.includes(n)));
       expect(pushed).toHaveLength(23);
       expect(pushed).toContain("OPS_TOKEN");
-      for (const name of ["DATABASE_URL", "DATABASE_WORKER_PASSWORD", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN"]) expect(pushed).not.toContain(name);
+      for (const name of ["DATABASE_URL", "DATABASE_WORKER_PASSWORD", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN"])
+        expect(pushed).not.toContain(name);
       const stored = readStub().secrets;
       expect(Object.keys(stored).sort()).toEqual([...pushed].sort());
       for (const name of pushed) expect(stored[name]).toBe(values[name]);
@@ -133,7 +173,11 @@ describe("npm run secrets:push", () => {
 
       // Only what is set: without the optional values, the 20 of the 23 the Worker reads.
       process.env.STUB_WRANGLER_STATE = `${mkdtempSync(`${tmpdir()}/soma-wrangler-stub-`)}/state.json`;
-      const fewer = await pushSecrets({ WRANGLER_BIN: `${process.cwd()}/tests/node/fixtures/wrangler-stub.mjs` }, envFile(SPEC_23), () => {});
+      const fewer = await pushSecrets(
+        { WRANGLER_BIN: `${process.cwd()}/tests/node/fixtures/wrangler-stub.mjs` },
+        envFile(SPEC_23),
+        () => {},
+      );
       expect(fewer).toEqual(SPEC_23.filter((n) => CONFIG_KEYS.includes(n)));
       expect(fewer).toHaveLength(20);
     } finally {

@@ -18,7 +18,13 @@ export async function webhook(url: string, secret: string, chatId: number, updat
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
     body: JSON.stringify({
       update_id: updateId,
-      message: { message_id: updateId % 1_000_000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Tess" }, text },
+      message: {
+        message_id: updateId % 1_000_000,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "Tess" },
+        text,
+      },
     }),
     signal: AbortSignal.timeout(30_000),
   });
@@ -45,20 +51,29 @@ export function randomChatId(): number {
  * is held meanwhile: two files hanging and releasing the same requests would release each other's.
  * Returns the release (POST /__release, then the lock goes).
  */
-export async function hang(standIn: string, target: string, match = target === "chat" ? `"model":"${SERVICE_MODEL}"` : "", waitMs = 120_000): Promise<() => Promise<void>> {
+export async function hang(
+  standIn: string,
+  target: string,
+  match = target === "chat" ? `"model":"${SERVICE_MODEL}"` : "",
+  waitMs = 120_000,
+): Promise<() => Promise<void>> {
   const lock = `${tmpdir()}/soma-stand-in-hang-${new URL(standIn).port}-${`${target}-${match}`.replace(/\W/g, "_")}`;
-  await waitFor(() => {
-    try {
-      mkdirSync(lock);
-      writeFileSync(`${lock}/owner`, String(process.pid));
-      return true;
-    } catch {
-      // Held: take it over only if its owner is gone.
-      const owner = Number(readFileSyncOr(`${lock}/owner`, "0"));
-      if (owner && !readProc(owner)) rmSync(lock, { recursive: true, force: true });
-      return false;
-    }
-  }, waitMs, `the stand-in's "${target}" hang lock`);
+  await waitFor(
+    () => {
+      try {
+        mkdirSync(lock);
+        writeFileSync(`${lock}/owner`, String(process.pid));
+        return true;
+      } catch {
+        // Held: take it over only if its owner is gone.
+        const owner = Number(readFileSyncOr(`${lock}/owner`, "0"));
+        if (owner && !readProc(owner)) rmSync(lock, { recursive: true, force: true });
+        return false;
+      }
+    },
+    waitMs,
+    `the stand-in's "${target}" hang lock`,
+  );
   const key = `${standIn} ${target} ${match}`;
   let released = false;
   const release = async () => {
@@ -82,7 +97,11 @@ export async function hang(standIn: string, target: string, match = target === "
 }
 
 async function control(standIn: string, path: string, target: string, match: string): Promise<void> {
-  const response = await fetch(`${standIn}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ target, match }) });
+  const response = await fetch(`${standIn}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ target, match }),
+  });
   if (!response.ok) throw new Error(`${path} ${target}: ${response.status}`);
   await response.arrayBuffer();
 }
@@ -137,7 +156,14 @@ export async function startTap(standIn: string): Promise<Tap> {
       const record: TappedRequest = { path: req.url ?? "/", body: body.toString("utf8"), at: Date.now() };
       requests.push(record);
       const forward = httpRequest(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host, connection: "close" }, agent: false },
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: { ...req.headers, host: upstream.host, connection: "close" },
+          agent: false,
+        },
         (answer: IncomingMessage) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -179,14 +205,24 @@ export async function startTap(standIn: string): Promise<Tap> {
       const names = new Map<string, string>();
       for (const r of requests.filter((q) => q.path.endsWith("/chat/completions"))) {
         try {
-          const { messages } = JSON.parse(r.body) as { messages: Array<{ role: string; content?: unknown; tool_call_id?: string; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }> };
+          const { messages } = JSON.parse(r.body) as {
+            messages: Array<{
+              role: string;
+              content?: unknown;
+              tool_call_id?: string;
+              tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+            }>;
+          };
           const calls = new Map<string, string>();
           for (const m of messages) {
             for (const call of m.tool_calls ?? []) {
-              if (call.function.name === "memory_capture") calls.set(call.id, (JSON.parse(call.function.arguments) as { name: string }).name);
+              if (call.function.name === "memory_capture")
+                calls.set(call.id, (JSON.parse(call.function.arguments) as { name: string }).name);
             }
             const name = m.role === "tool" && m.tool_call_id ? calls.get(m.tool_call_id) : undefined;
-            const entity = name ? /"entityId":"([0-9a-f-]{36})"/.exec(typeof m.content === "string" ? m.content : JSON.stringify(m.content))?.[1] : undefined;
+            const entity = name
+              ? /"entityId":"([0-9a-f-]{36})"/.exec(typeof m.content === "string" ? m.content : JSON.stringify(m.content))?.[1]
+              : undefined;
             if (name && entity) names.set(entity, name);
           }
         } catch {
@@ -196,13 +232,17 @@ export async function startTap(standIn: string): Promise<Tap> {
       return names;
     },
     botAttempts: (method, chatId) =>
-      requests.filter((r) => r.path.endsWith(`/${method}`) && (() => {
-        try {
-          return (JSON.parse(r.body) as { chat_id?: unknown }).chat_id === chatId;
-        } catch {
-          return false;
-        }
-      })()),
+      requests.filter(
+        (r) =>
+          r.path.endsWith(`/${method}`) &&
+          (() => {
+            try {
+              return (JSON.parse(r.body) as { chat_id?: unknown }).chat_id === chatId;
+            } catch {
+              return false;
+            }
+          })(),
+      ),
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -90,7 +90,18 @@ export async function launch(options: LaunchOptions): Promise<Service> {
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
-  const service: Service = { id, url: `http://127.0.0.1:${port}`, port, stateDir, logFile, child, pid: child.pid, spawnedAt, readyAt: 0, exited };
+  const service: Service = {
+    id,
+    url: `http://127.0.0.1:${port}`,
+    port,
+    stateDir,
+    logFile,
+    child,
+    pid: child.pid,
+    spawnedAt,
+    readyAt: 0,
+    exited,
+  };
   launched.add(service);
 
   let gone: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -130,7 +141,14 @@ export function readProc(pid: number): Proc | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     const close = stat.lastIndexOf(")");
     const fields = stat.slice(close + 2).split(" ");
-    return { pid, ppid: Number(fields[1]), pgrp: Number(fields[2]), state: fields[0]!, start: fields[19]!, comm: stat.slice(stat.indexOf("(") + 1, close) };
+    return {
+      pid,
+      ppid: Number(fields[1]),
+      pgrp: Number(fields[2]),
+      state: fields[0]!,
+      start: fields[19]!,
+      comm: stat.slice(stat.indexOf("(") + 1, close),
+    };
   } catch {
     return undefined;
   }
@@ -209,11 +227,13 @@ export async function killEverything(service: Service): Promise<{ killed: string
     }
   }
   for (const p of frozen.values()) signal(p.pid, "SIGKILL");
-  await waitFor(async () => [...frozen.values()].every((p) => !alive(p)) && marked(service).length === 0, 15_000, "every killed process to be gone").catch(
-    (error: Error) => {
-      throw new Error(`${error.message}\nstill there:\n${describeProcs([...frozen.values()].filter(alive).concat(marked(service)))}`);
-    },
-  );
+  await waitFor(
+    async () => [...frozen.values()].every((p) => !alive(p)) && marked(service).length === 0,
+    15_000,
+    "every killed process to be gone",
+  ).catch((error: Error) => {
+    throw new Error(`${error.message}\nstill there:\n${describeProcs([...frozen.values()].filter(alive).concat(marked(service)))}`);
+  });
   await waitFor(() => portFree(service.port), 15_000, `port ${service.port} to be free`);
   await Promise.race([service.exited, sleep(5000)]);
   launched.delete(service);
@@ -234,7 +254,9 @@ export async function interrupt(
   signal(-service.pid, "SIGINT");
   const result = await Promise.race([service.exited, sleep(exitWithinMs).then(() => undefined)]);
   if (!result) {
-    throw new Error(`npm start did not exit within ${exitWithinMs / 1000} s of Ctrl-C; running:\n${describeProcs(processesOf(service))}\n${tail(service.logFile)}`);
+    throw new Error(
+      `npm start did not exit within ${exitWithinMs / 1000} s of Ctrl-C; running:\n${describeProcs(processesOf(service))}\n${tail(service.logFile)}`,
+    );
   }
   const exitMs = Date.now() - started;
   const deadline = Date.now() + goneWithinMs;
@@ -245,7 +267,9 @@ export async function interrupt(
     await sleep(200);
   }
   if (survivors.length > 0) {
-    throw new Error(`Ctrl-C left ${survivors.length} process(es) of npm start running ${goneWithinMs / 1000} s after it exited (${result.code ?? result.signal}):\n${describeProcs(survivors)}`);
+    throw new Error(
+      `Ctrl-C left ${survivors.length} process(es) of npm start running ${goneWithinMs / 1000} s after it exited (${result.code ?? result.signal}):\n${describeProcs(survivors)}`,
+    );
   }
   if (!(await portFree(service.port))) throw new Error(`port ${service.port} is still taken after Ctrl-C`);
   const allGoneMs = Date.now() - started;
@@ -282,7 +306,10 @@ export function tempDir(prefix: string): string {
  */
 export function wrapUp(failed: boolean, lines = 80): string {
   const text = failed
-    ? [...allLogs.map((file) => `----- ${file} (last ${lines} lines) -----\n${tail(file, lines)}`), `(state and logs kept in ${tempDirs.join(", ")})`].join("\n")
+    ? [
+        ...allLogs.map((file) => `----- ${file} (last ${lines} lines) -----\n${tail(file, lines)}`),
+        `(state and logs kept in ${tempDirs.join(", ")})`,
+      ].join("\n")
     : "";
   if (!failed) for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   tempDirs.length = 0;

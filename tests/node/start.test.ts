@@ -7,7 +7,6 @@ import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { start, type Running } from "../../ops/start";
 import { freePort } from "./helpers";
 
-
 async function health(url: string) {
   const response = await fetch(`${url}/api/health`);
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };

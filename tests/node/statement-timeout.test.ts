@@ -34,7 +34,9 @@ describe.skipIf(!realPostgresInstalled)("statement_timeout on a real PostgreSQL"
       expect((error as { cause?: { code?: string } }).cause?.code).toBe("57014");
       expect(elapsed).toBeLessThan(2_000);
       // The connection is fine afterwards, and the default applies to a Database without the option.
-      const rows = (await new Database(url, { max: 1 }).withSystem((tx) => tx.execute(sql`select current_setting('statement_timeout') as timeout`))) as unknown as Array<{ timeout: string }>;
+      const rows = (await new Database(url, { max: 1 }).withSystem((tx) =>
+        tx.execute(sql`select current_setting('statement_timeout') as timeout`),
+      )) as unknown as Array<{ timeout: string }>;
       expect(rows).toEqual([{ timeout: "10s" }]);
     } finally {
       await db.close();
@@ -54,10 +56,12 @@ describe.skipIf(!realPostgresInstalled)("statement_timeout on a real PostgreSQL"
       const recoveredBy = Date.now() + 5_000;
       let rows: unknown;
       while (rows === undefined) {
-        rows = await db.withSystem((tx) => tx.execute(sql`select 1 as ok`)).catch((e: unknown) => {
-          if (!(e instanceof DeadlineError) || Date.now() > recoveredBy) throw e;
-          return undefined;
-        });
+        rows = await db
+          .withSystem((tx) => tx.execute(sql`select 1 as ok`))
+          .catch((e: unknown) => {
+            if (!(e instanceof DeadlineError) || Date.now() > recoveredBy) throw e;
+            return undefined;
+          });
       }
       expect(rows).toEqual([{ ok: 1 }]);
     } finally {

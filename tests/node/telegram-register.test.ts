@@ -8,7 +8,12 @@ const standIn = inject("standInUrl");
 async function register(token: string): Promise<string[]> {
   const lines: string[] = [];
   await registerWebhook(
-    { TELEGRAM_BOT_TOKEN: token, TELEGRAM_WEBHOOK_SECRET: "register-secret", TELEGRAM_API_ROOT: standIn, APP_BASE_URL: "https://soma.example.com" },
+    {
+      TELEGRAM_BOT_TOKEN: token,
+      TELEGRAM_WEBHOOK_SECRET: "register-secret",
+      TELEGRAM_API_ROOT: standIn,
+      APP_BASE_URL: "https://soma.example.com",
+    },
     (line) => lines.push(line),
   );
   return lines;

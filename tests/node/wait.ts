@@ -1,7 +1,12 @@
 // Polling, for the npm start harness (service-process.ts, service-http.ts) and the tests that use it.
 
 /** Polls `check` until it returns something truthy; throws after `timeoutMs`. */
-export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what = "the condition", everyMs = 200): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  check: () => T | Promise<T>,
+  timeoutMs: number,
+  what = "the condition",
+  everyMs = 200,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {

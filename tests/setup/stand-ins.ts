@@ -1,3 +1,5 @@
+// Longer than 450 lines: one server plays every outside service, and its single routing table reads
+// best in one place (each service is a few lines of it).
 // Local HTTP stand-ins for the services Soma talks to, on 127.0.0.1, shared by the test suites:
 //   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected; a multipart
 //                     upload such as sendDocument is recorded with each file as {filename, size, text})
@@ -51,14 +53,25 @@ export async function startStandIns(): Promise<StandIns> {
   const googleRequests: Array<Record<string, string>> = [];
   const langfuseEvents: Array<{ type: string; body: Record<string, unknown>; authorization: string | undefined }> = [];
   /** Deletion requests of a deleted account, in arrival order. */
-  const erasures: Array<{ service: "google-revoke" | "gmail-stop" | "langfuse" | "posthog"; path: string; authorization: string | null; body: string }> = [];
+  const erasures: Array<{
+    service: "google-revoke" | "gmail-stop" | "langfuse" | "posthog";
+    path: string;
+    authorization: string | null;
+    body: string;
+  }> = [];
   let messageId = 1000;
   const workflows = await workflowStandIns();
   /** setWebhook registrations per bot token (getWebhookInfo reads them back; the secret is never returned). */
   const webhooks = new Map<string, { url: string; allowed_updates: unknown; secret_token: unknown }>();
   const pendingUpdates = new Map<string, number>();
   /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
-  const telemetry: Array<{ sink: "posthog" | "axiom" | "sentry"; path: string; authorization: string | null; query: string; body: string }> = [];
+  const telemetry: Array<{
+    sink: "posthog" | "axiom" | "sentry";
+    path: string;
+    authorization: string | null;
+    query: string;
+    body: string;
+  }> = [];
 
   /** Hangs by target and body match, each with the releases of the requests waiting on it (each settles once decided). */
   const hung = new Map<string, { target: string; match: string; waiting: Array<() => Promise<void>> }>();
@@ -113,7 +126,11 @@ export async function startStandIns(): Promise<StandIns> {
       if (url.pathname === "/__calls") {
         const chatId = url.searchParams.get("chat_id");
         const method = url.searchParams.get("method");
-        return json(res, 200, calls.filter((c) => (!chatId || String(c.payload.chat_id) === chatId) && (!method || c.method === method)));
+        return json(
+          res,
+          200,
+          calls.filter((c) => (!chatId || String(c.payload.chat_id) === chatId) && (!method || c.method === method)),
+        );
       }
       if (url.pathname === "/__fail") {
         failures.push(JSON.parse(body) as InjectedFailure);
@@ -121,10 +138,28 @@ export async function startStandIns(): Promise<StandIns> {
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
       if (url.pathname === "/__webhooks") return json(res, 200, Object.fromEntries(webhooks));
-      if (url.pathname === "/__telemetry") return json(res, 200, telemetry.filter((t) => !url.searchParams.get("sink") || t.sink === url.searchParams.get("sink")));
-      const sink = url.pathname === "/batch/" ? "posthog" : /^\/v1\/datasets\/[^/]+\/ingest$/.test(url.pathname) ? "axiom" : /^\/api\/\d+\/envelope\/$/.test(url.pathname) ? "sentry" : null;
+      if (url.pathname === "/__telemetry")
+        return json(
+          res,
+          200,
+          telemetry.filter((t) => !url.searchParams.get("sink") || t.sink === url.searchParams.get("sink")),
+        );
+      const sink =
+        url.pathname === "/batch/"
+          ? "posthog"
+          : /^\/v1\/datasets\/[^/]+\/ingest$/.test(url.pathname)
+            ? "axiom"
+            : /^\/api\/\d+\/envelope\/$/.test(url.pathname)
+              ? "sentry"
+              : null;
       if (sink && req.method === "POST") {
-        telemetry.push({ sink, path: url.pathname, authorization: req.headers.authorization ?? (req.headers["x-sentry-auth"] as string | undefined) ?? null, query: url.search, body });
+        telemetry.push({
+          sink,
+          path: url.pathname,
+          authorization: req.headers.authorization ?? (req.headers["x-sentry-auth"] as string | undefined) ?? null,
+          query: url.search,
+          body,
+        });
         return json(res, 200, sink === "sentry" ? { id: crypto.randomUUID().replace(/-/g, "") } : { status: 1 });
       }
       if (url.pathname === "/__pending") {
@@ -136,24 +171,37 @@ export async function startStandIns(): Promise<StandIns> {
       if (url.pathname === "/__google") return json(res, 200, googleRequests);
       if (url.pathname === "/__erasure") return json(res, 200, erasures);
       const erasure =
-        req.method === "POST" && url.pathname === "/google/revoke" ? "google-revoke"
-        : req.method === "POST" && url.pathname === "/gmail/v1/users/me/stop" ? "gmail-stop"
-        : req.method === "DELETE" && url.pathname === "/api/public/traces" ? "langfuse"
-        : req.method === "POST" && /^\/api\/projects\/\w+\/persons\/bulk_delete\/$/.test(url.pathname) ? "posthog"
-        : null;
+        req.method === "POST" && url.pathname === "/google/revoke"
+          ? "google-revoke"
+          : req.method === "POST" && url.pathname === "/gmail/v1/users/me/stop"
+            ? "gmail-stop"
+            : req.method === "DELETE" && url.pathname === "/api/public/traces"
+              ? "langfuse"
+              : req.method === "POST" && /^\/api\/projects\/\w+\/persons\/bulk_delete\/$/.test(url.pathname)
+                ? "posthog"
+                : null;
       if (erasure) {
         if (!(await holdIfHung(erasure, body, res))) return;
         erasures.push({ service: erasure, path: url.pathname, authorization: req.headers.authorization ?? null, body });
-        if (erasure === "google-revoke") return new URLSearchParams(body).get("token")?.includes("unknown") ? json(res, 400, { error: "invalid_token" }) : json(res, 200, {});
+        if (erasure === "google-revoke")
+          return new URLSearchParams(body).get("token")?.includes("unknown")
+            ? json(res, 400, { error: "invalid_token" })
+            : json(res, 200, {});
         if (erasure === "gmail-stop") return void res.writeHead(204).end();
         if (erasure === "langfuse") {
           const { traceIds } = JSON.parse(body) as { traceIds: string[] };
-          const ofTrace = (event: { type: string; body: Record<string, unknown> }) => traceIds.includes(String(event.type === "trace-create" ? event.body.id : event.body.traceId));
+          const ofTrace = (event: { type: string; body: Record<string, unknown> }) =>
+            traceIds.includes(String(event.type === "trace-create" ? event.body.id : event.body.traceId));
           for (let i = langfuseEvents.length - 1; i >= 0; i--) if (ofTrace(langfuseEvents[i]!)) langfuseEvents.splice(i, 1);
           return json(res, 200, { message: "Traces deleted" });
         }
         const { distinct_ids: ids } = JSON.parse(body) as { distinct_ids: string[] };
-        return json(res, 200, { persons_found: ids.length, persons_deleted: ids.length, events_queued_for_deletion: true, recordings_queued_for_deletion: false });
+        return json(res, 200, {
+          persons_found: ids.length,
+          persons_deleted: ids.length,
+          events_queued_for_deletion: true,
+          recordings_queued_for_deletion: false,
+        });
       }
       if (url.pathname === "/google/token") {
         const form = Object.fromEntries(new URLSearchParams(body));
@@ -165,7 +213,15 @@ export async function startStandIns(): Promise<StandIns> {
         }
         const sub = /^good-(.+)$/.exec(form.code ?? "")?.[1];
         if (!sub || !form.code_verifier) return json(res, 400, { error: "invalid_grant" });
-        const claims = { iss: "https://accounts.google.com", sub, email: `${sub}@gmail.example`, name: `Person ${sub}`, aud: form.client_id, iat: 0, exp: 9_999_999_999 };
+        const claims = {
+          iss: "https://accounts.google.com",
+          sub,
+          email: `${sub}@gmail.example`,
+          name: `Person ${sub}`,
+          aud: form.client_id,
+          iat: 0,
+          exp: 9_999_999_999,
+        };
         const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
         return json(res, 200, {
           access_token: `ya29.access-${sub}`,
@@ -203,7 +259,11 @@ export async function startStandIns(): Promise<StandIns> {
       if (bot) {
         if (!(await holdIfHung(bot[2]!, body, res))) return;
         const type = req.headers["content-type"] ?? "";
-        const payload = type.startsWith("multipart/form-data") ? formPayload(body, type) : body ? (JSON.parse(body) as Record<string, unknown>) : {};
+        const payload = type.startsWith("multipart/form-data")
+          ? formPayload(body, type)
+          : body
+            ? (JSON.parse(body) as Record<string, unknown>)
+            : {};
         return botApi(bot[1]!, bot[2]!, payload, res);
       }
       if (url.pathname === "/v1/chat/completions") {
@@ -239,19 +299,34 @@ export async function startStandIns(): Promise<StandIns> {
     if (method === "sendMessage") {
       return json(res, 200, {
         ok: true,
-        result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, text: payload.text },
+        result: {
+          message_id: ++messageId,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: payload.chat_id, type: "private" },
+          text: payload.text,
+        },
       });
     }
     if (method === "sendDocument") {
       const document = payload.document as { filename?: string; size?: number } | undefined;
       return json(res, 200, {
         ok: true,
-        result: { message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: { id: payload.chat_id, type: "private" }, caption: payload.caption, document: { file_id: `file-${messageId}`, file_name: document?.filename, file_size: document?.size } },
+        result: {
+          message_id: ++messageId,
+          date: Math.floor(Date.now() / 1000),
+          chat: { id: payload.chat_id, type: "private" },
+          caption: payload.caption,
+          document: { file_id: `file-${messageId}`, file_name: document?.filename, file_size: document?.size },
+        },
       });
     }
     if (method === "setWebhook") {
-      if (typeof payload.url !== "string" || !payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1")) {
-        return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook" });
+      if (typeof payload.url !== "string" || (!payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1"))) {
+        return json(res, 400, {
+          ok: false,
+          error_code: 400,
+          description: "Bad Request: bad webhook: An HTTPS URL must be provided for webhook",
+        });
       }
       webhooks.set(token, { url: payload.url, allowed_updates: payload.allowed_updates, secret_token: payload.secret_token });
       return json(res, 200, { ok: true, result: true, description: "Webhook was set" });
@@ -260,12 +335,21 @@ export async function startStandIns(): Promise<StandIns> {
       const hook = webhooks.get(token);
       return json(res, 200, {
         ok: true,
-        result: { url: hook?.url ?? "", has_custom_certificate: false, pending_update_count: pendingUpdates.get(token) ?? 0, max_connections: 40, ...(hook?.allowed_updates ? { allowed_updates: hook.allowed_updates } : {}) },
+        result: {
+          url: hook?.url ?? "",
+          has_custom_certificate: false,
+          pending_update_count: pendingUpdates.get(token) ?? 0,
+          max_connections: 40,
+          ...(hook?.allowed_updates ? { allowed_updates: hook.allowed_updates } : {}),
+        },
       });
     }
     if (method === "getMe") {
       // A token containing "joins-groups" plays a bot BotFather still lets join groups.
-      return json(res, 200, { ok: true, result: { id: 42, is_bot: true, first_name: "Soma", username: "soma_test_bot", can_join_groups: token.includes("joins-groups") } });
+      return json(res, 200, {
+        ok: true,
+        result: { id: 42, is_bot: true, first_name: "Soma", username: "soma_test_bot", can_join_groups: token.includes("joins-groups") },
+      });
     }
     return json(res, 200, { ok: true, result: true });
   }
@@ -321,16 +405,18 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
   if (/^bench: /.test(String(lastUser?.content ?? "")) && toolResults < 2) {
     // The benchmarks' turn: one capture, then one recall, then the answer.
     const title = String(lastUser?.content).replace(/^bench: /, "");
-    reply = toolResults === 0
-      ? { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: title }) } }
-      : { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book", limit: 5 }) } };
+    reply =
+      toolResults === 0
+        ? { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: title }) } }
+        : { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book", limit: 5 }) } };
   } else if (last?.role === "tool") {
     reply = { content: `Done. Tool said: ${String(last.content).slice(0, 300)}` };
   } else {
     const text = String(lastUser?.content ?? "");
     const read = /I (?:just )?(?:finished reading|read) (.+?)[.!]?$/i.exec(text);
     if (read) reply = { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: read[1] }) } };
-    else if (/which books/i.test(text)) reply = { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book" }) } };
+    else if (/which books/i.test(text))
+      reply = { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book" }) } };
     else reply = { content: "Hello from the stand-in model." };
   }
   const id = `chatcmpl-${Date.now()}`;
@@ -343,21 +429,31 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: "stand-in",
-      choices: [{
-        index: 0,
-        finish_reason: finish,
-        message: reply.toolCall
-          ? { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: reply.toolCall }] }
-          : { role: "assistant", content: reply.content },
-      }],
+      choices: [
+        {
+          index: 0,
+          finish_reason: finish,
+          message: reply.toolCall
+            ? { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: reply.toolCall }] }
+            : { role: "assistant", content: reply.content },
+        },
+      ],
       usage,
     });
   }
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   const chunk = (delta: unknown, finishReason: string | null, extra: object = {}) =>
-    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "stand-in", choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`);
+    res.write(
+      `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model: "stand-in", choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
+    );
   if (reply.toolCall) {
-    chunk({ role: "assistant", tool_calls: [{ index: 0, id: callId, type: "function", function: { name: reply.toolCall.name, arguments: "" } }] }, null);
+    chunk(
+      {
+        role: "assistant",
+        tool_calls: [{ index: 0, id: callId, type: "function", function: { name: reply.toolCall.name, arguments: "" } }],
+      },
+      null,
+    );
     chunk({ tool_calls: [{ index: 0, function: { arguments: reply.toolCall.arguments } }] }, null);
   } else {
     for (const word of (reply.content ?? "").split(/(?<= )/)) chunk({ content: word }, null);

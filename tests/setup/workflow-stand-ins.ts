@@ -60,7 +60,8 @@ export async function workflowStandIns() {
         const id = event.id ?? crypto.randomUUID();
         ids.push(id);
         const seen = event.id ? events.find((e) => e.id === event.id) : undefined;
-        if (seen) seen.deliveries++; // Inngest drops a repeated id
+        if (seen)
+          seen.deliveries++; // Inngest drops a repeated id
         else events.push({ ...event, deliveries: 1, eventKey: decodeURIComponent(sendEvent[1]!) });
       }
       json(res, 200, { ids, status: 200 });
@@ -73,7 +74,11 @@ export async function workflowStandIns() {
     }
     if (path === "/__inngest/events") {
       const name = url.searchParams.get("name");
-      json(res, 200, events.filter((e) => !name || e.name === name));
+      json(
+        res,
+        200,
+        events.filter((e) => !name || e.name === name),
+      );
       return true;
     }
     if (path === "/__inngest/registrations") {
@@ -98,7 +103,14 @@ export async function workflowStandIns() {
     }
 
     if (path === "/__gmail/mailbox" && req.method === "POST") {
-      const setup = JSON.parse(body) as { sub: string; historyId?: number; oldestHistoryId?: number; messages?: GmailMessage[]; rejectTokens?: string[]; fail?: { status: number; times: number } };
+      const setup = JSON.parse(body) as {
+        sub: string;
+        historyId?: number;
+        oldestHistoryId?: number;
+        messages?: GmailMessage[];
+        rejectTokens?: string[];
+        fail?: { status: number; times: number };
+      };
       const box = mailboxes.get(setup.sub) ?? { historyId: 1000, oldestHistoryId: 0, messages: [], rejectedTokens: [], failures: [] };
       if (setup.historyId !== undefined) box.historyId = setup.historyId;
       if (setup.oldestHistoryId !== undefined) box.oldestHistoryId = setup.oldestHistoryId;
@@ -111,7 +123,11 @@ export async function workflowStandIns() {
     }
     if (path === "/__gmail/requests") {
       const sub = url.searchParams.get("sub");
-      json(res, 200, gmailRequests.filter((r) => !sub || r.sub === sub));
+      json(
+        res,
+        200,
+        gmailRequests.filter((r) => !sub || r.sub === sub),
+      );
       return true;
     }
     if (path.startsWith("/gmail/v1/users/me/")) {
@@ -140,15 +156,22 @@ export async function workflowStandIns() {
     }
     if (path === "/history") {
       const start = Number(url.searchParams.get("startHistoryId"));
-      if (!Number.isFinite(start) || start < box.oldestHistoryId) return json(res, 404, { error: { code: 404, message: "Requested entity was not found." } });
+      if (!Number.isFinite(start) || start < box.oldestHistoryId)
+        return json(res, 404, { error: { code: 404, message: "Requested entity was not found." } });
       const added = box.messages.filter((m) => m.historyId > start);
-      const history = added.map((m) => ({ id: String(m.historyId), messagesAdded: [{ message: { id: m.id, threadId: m.threadId ?? m.id, labelIds: ["INBOX"] } }] }));
+      const history = added.map((m) => ({
+        id: String(m.historyId),
+        messagesAdded: [{ message: { id: m.id, threadId: m.threadId ?? m.id, labelIds: ["INBOX"] } }],
+      }));
       return json(res, 200, { ...(history.length ? { history } : {}), historyId: String(box.historyId) });
     }
     if (path === "/messages") {
       const max = Number(url.searchParams.get("maxResults") ?? 100);
       const newest = [...box.messages].reverse().slice(0, max);
-      return json(res, 200, { messages: newest.map((m) => ({ id: m.id, threadId: m.threadId ?? m.id })), resultSizeEstimate: newest.length });
+      return json(res, 200, {
+        messages: newest.map((m) => ({ id: m.id, threadId: m.threadId ?? m.id })),
+        resultSizeEstimate: newest.length,
+      });
     }
     const one = /^\/messages\/([^/]+)$/.exec(path);
     if (one) {
@@ -161,7 +184,12 @@ export async function workflowStandIns() {
         snippet: message.snippet ?? "",
         historyId: String(message.historyId),
         internalDate: String(message.internalDate ?? Date.now()),
-        payload: { headers: [{ name: "From", value: message.from }, { name: "Subject", value: message.subject }] },
+        payload: {
+          headers: [
+            { name: "From", value: message.from },
+            { name: "Subject", value: message.subject },
+          ],
+        },
       });
     }
     json(res, 404, { error: { code: 404, message: "no such Gmail stand-in route" } });

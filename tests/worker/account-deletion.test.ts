@@ -25,7 +25,13 @@ function telegramMessage(chatId: number, text: string, sentAt = Date.now()) {
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
     body: JSON.stringify({
       update_id: updateId,
-      message: { message_id: updateId % 100000, date: Math.floor(sentAt / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Lin" }, text },
+      message: {
+        message_id: updateId % 100000,
+        date: Math.floor(sentAt / 1000),
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "Lin" },
+        text,
+      },
     }),
   });
 }
@@ -37,7 +43,9 @@ async function webhookReply(response: Response): Promise<Record<string, unknown>
 }
 
 async function people(where: ReturnType<typeof sql>): Promise<string[]> {
-  const rows = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where ${where}`))) as unknown as Array<{ id: string }>;
+  const rows = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where ${where}`))) as unknown as Array<{
+    id: string;
+  }>;
   return rows.map((row) => row.id);
 }
 
@@ -84,7 +92,11 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     expect((await deleteAccount(await sessionCookie({ id: personId!, displayName: "" }))).status).toBe(200);
 
     // Telegram redelivers an update from before the deletion, then the person writes again.
-    expect(await webhookReply(await telegramMessage(chatId, "/start", before))).toEqual({ method: "sendMessage", chat_id: chatId, text: DELETED_NOTICE });
+    expect(await webhookReply(await telegramMessage(chatId, "/start", before))).toEqual({
+      method: "sendMessage",
+      chat_id: chatId,
+      text: DELETED_NOTICE,
+    });
     expect(await webhookReply(await telegramMessage(chatId, "I just finished reading Dune"))).toBeNull();
     expect(await webhookReply(await telegramMessage(chatId, "/login"))).toBeNull();
     await new Promise((resolve) => setTimeout(resolve, 300)); // an agent's reply would have arrived by now
@@ -108,7 +120,11 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     await deletePerson(testDatabase(), personId!);
     await (await agentFor(env, personId!)).eraseAll();
 
-    expect(await webhookReply(await telegramMessage(chatId, "I just finished reading Dune"))).toEqual({ method: "sendMessage", chat_id: chatId, text: DELETED_NOTICE });
+    expect(await webhookReply(await telegramMessage(chatId, "I just finished reading Dune"))).toEqual({
+      method: "sendMessage",
+      chat_id: chatId,
+      text: DELETED_NOTICE,
+    });
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await people(sql`telegram_user_id = ${chatId}`)).toEqual([]);
     expect(await botReplies(chatId)).toEqual([WELCOME]);
@@ -124,7 +140,10 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     };
     const first = await signIn();
     expect(first.status).toBe(303);
-    const session = first.headers.getSetCookie().find((c) => c.startsWith("soma_session="))!.split(";")[0]!;
+    const session = first.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("soma_session="))!
+      .split(";")[0]!;
     expect((await deleteAccount(session)).status).toBe(200);
 
     const again = await signIn();
@@ -149,19 +168,33 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
       }),
     });
 
-    const response = await deleteAccount(await sessionCookie(person), { POSTHOG_PERSONAL_API_KEY: "phx_test_personal", POSTHOG_PROJECT_ID: "4242" });
+    const response = await deleteAccount(await sessionCookie(person), {
+      POSTHOG_PERSONAL_API_KEY: "phx_test_personal",
+      POSTHOG_PROJECT_ID: "4242",
+    });
     expect(response.status).toBe(200);
     expect(await people(sql`id = ${person.id}`)).toEqual([]);
 
     const calls = await erasures();
     expect(calls.filter((c) => c.service === "gmail-stop" && c.authorization === `Bearer ya29.access-${sub}`)).toHaveLength(1);
-    expect(calls.filter((c) => c.service === "google-revoke" && new URLSearchParams(c.body).get("token") === `1//refresh-${sub}`)).toHaveLength(1);
+    expect(
+      calls.filter((c) => c.service === "google-revoke" && new URLSearchParams(c.body).get("token") === `1//refresh-${sub}`),
+    ).toHaveLength(1);
     const posthog = calls.filter((c) => c.service === "posthog" && c.body.includes(person.id));
     expect(posthog).toEqual([
-      { service: "posthog", path: "/api/projects/4242/persons/bulk_delete/", authorization: "Bearer phx_test_personal", body: JSON.stringify({ distinct_ids: [person.id], delete_events: true }) },
+      {
+        service: "posthog",
+        path: "/api/projects/4242/persons/bulk_delete/",
+        authorization: "Bearer phx_test_personal",
+        body: JSON.stringify({ distinct_ids: [person.id], delete_events: true }),
+      },
     ]);
     const traces = async (userId?: string) =>
-      ((await (await fetch(`${env.STAND_IN_URL}/api/public/traces${userId ? `?userId=${userId}` : ""}`)).json()) as { data: Array<{ id: string }> }).data.map((t) => t.id);
+      (
+        (await (await fetch(`${env.STAND_IN_URL}/api/public/traces${userId ? `?userId=${userId}` : ""}`)).json()) as {
+          data: Array<{ id: string }>;
+        }
+      ).data.map((t) => t.id);
     expect(await traces(person.id)).toEqual([]);
     expect(await traces()).toContain(kept);
   });

@@ -24,7 +24,9 @@ describe("GET /api/agent", () => {
     expect(client.text(requestId)).toBe("Noted: Dune (book). I'll remember it.");
     client.socket.close();
 
-    const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select type, name from entities`))) as unknown as unknown[];
+    const rows = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select type, name from entities`),
+    )) as unknown as unknown[];
     expect(rows).toEqual([{ type: "book", name: "Dune" }]);
   });
 });
@@ -51,7 +53,11 @@ describe("POST /api/chat with a session", () => {
     const cookie = await sessionCookie(await newPerson());
     const statuses: number[] = [];
     for (let i = 0; i < 21; i++) {
-      const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"hi"}' });
+      const response = await call("/api/chat", {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json" },
+        body: '{"message":"hi"}',
+      });
       statuses.push(response.status);
       await response.body?.cancel();
     }

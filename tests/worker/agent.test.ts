@@ -93,7 +93,9 @@ describe("the Telegram inbox", () => {
     await t.agent.settle();
     await t.agent.settle();
     expect(await botReplies(chatId)).toEqual(["Noted: Lisbon (place). I'll remember it."]);
-    const places = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select name from entities where type = 'place'`))) as unknown as unknown[];
+    const places = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select name from entities where type = 'place'`),
+    )) as unknown as unknown[];
     expect(places).toEqual([{ name: "Lisbon" }]);
   });
 
@@ -159,7 +161,9 @@ describe("model failures", () => {
       let hangs = 2;
       // The first two attempts hang until the turn's deadline aborts them; the third answers.
       model.doStream = (options) =>
-        hangs-- > 0 ? new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted")))) : stream(options);
+        hangs-- > 0
+          ? new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted"))))
+          : stream(options);
       instance.modelOverride = model;
     });
     const started = Date.now();
@@ -178,7 +182,8 @@ describe("model failures", () => {
       instance.retryWindowMs = 1500;
       instance.modelOverride = scriptedModel([{ text: "never" }]);
       const model = instance.modelOverride as unknown as { doStream: (options: { abortSignal?: AbortSignal }) => Promise<unknown> };
-      model.doStream = (options) => new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted"))));
+      model.doStream = (options) =>
+        new Promise((_, reject) => options.abortSignal?.addEventListener("abort", () => reject(new Error("aborted"))));
     });
     await send("are you there?");
     while ((await agent.settle()).pending > 0) await new Promise((resolve) => setTimeout(resolve, 100));
@@ -201,7 +206,8 @@ describe("the offline model", () => {
       "what do you remember about Arrival?",
       "forget Arrival",
       "what do you remember about Arrival?",
-    ]) await send(text);
+    ])
+      await send(text);
     await agent.settle();
     expect(await botReplies(chatId)).toEqual([
       "Noted: The Left Hand of Darkness (book). I'll remember it.",
@@ -212,7 +218,9 @@ describe("the offline model", () => {
       "Done. I've forgotten Arrival.",
       "I don't remember anything about Arrival.",
     ]);
-    const [book] = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select properties from entities where type = 'book'`))) as unknown as Array<{ properties: unknown }>;
+    const [book] = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select properties from entities where type = 'book'`),
+    )) as unknown as Array<{ properties: unknown }>;
     expect(book?.properties).toEqual({ author: "Ursula K. Le Guin" });
   });
 
@@ -231,7 +239,9 @@ describe("a scripted model told to read another person's memories", () => {
     const alice = await setUp();
     await alice.send("I read Blindsight");
     await alice.agent.settle();
-    const [aliceBook] = (await testDatabase().withUser(alice.person.id, (tx) => tx.execute(sql`select id from entities`))) as unknown as Array<{ id: string }>;
+    const [aliceBook] = (await testDatabase().withUser(alice.person.id, (tx) =>
+      tx.execute(sql`select id from entities`),
+    )) as unknown as Array<{ id: string }>;
 
     const bob = await setUp();
     await runInDurableObject(bob.agent, (instance: UserAgent) => {
@@ -255,8 +265,9 @@ describe("the watchdog", () => {
   it("keeps one pending alarm however many messages arrive, and the alarm resumes the inbox", async () => {
     const { agent, chatId, send } = await setUp();
     for (const text of ["I read Dune", "I read Emma", "I read Ubik"]) await send(text);
-    const watchdogs = await runInDurableObject(agent, async (instance: UserAgent) =>
-      (await instance.listSchedules()).filter((s) => s.callback === "resumeInbox").length,
+    const watchdogs = await runInDurableObject(
+      agent,
+      async (instance: UserAgent) => (await instance.listSchedules()).filter((s) => s.callback === "resumeInbox").length,
     );
     expect(watchdogs).toBe(1);
     await agent.resumeInbox();

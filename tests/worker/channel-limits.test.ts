@@ -15,7 +15,11 @@ import { call, newChatId, newPerson, readChatStream, sessionCookie, testDatabase
 import { postUpdate, textUpdate } from "./faults/support";
 
 const postChat = (cookie: string, message: string) =>
-  call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json", origin: "https://soma.test" }, body: JSON.stringify({ message }) });
+  call("/api/chat", {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json", origin: "https://soma.test" },
+    body: JSON.stringify({ message }),
+  });
 
 async function transcript(userId: string): Promise<string[]> {
   const agent = await getAgentByName(env.UserAgent, userId);
@@ -25,7 +29,9 @@ async function transcript(userId: string): Promise<string[]> {
 }
 
 async function entityNames(userId: string): Promise<string[]> {
-  const rows = (await testDatabase().withUser(userId, (tx) => tx.execute(sql`select name from entities order by name`))) as unknown as Array<{ name: string }>;
+  const rows = (await testDatabase().withUser(userId, (tx) =>
+    tx.execute(sql`select name from entities order by name`),
+  )) as unknown as Array<{ name: string }>;
   return rows.map((r) => r.name);
 }
 
@@ -90,7 +96,9 @@ describe("finding 2: the WebSocket door shares the per-person budget and the siz
 
     // Frames that would rewrite the conversation or feed it tool results are ignored.
     client.socket.send(JSON.stringify({ type: "cf_agent_chat_messages", messages: [] }));
-    client.socket.send(JSON.stringify({ type: "cf_agent_tool_result", toolCallId: "call-1", toolName: "memory_forget", output: { forgotten: true } }));
+    client.socket.send(
+      JSON.stringify({ type: "cf_agent_tool_result", toolCallId: "call-1", toolName: "memory_forget", output: { forgotten: true } }),
+    );
     // A regeneration is refused with a notice; a request whose newest message is already stored runs nothing.
     const regenerate = client.send([said("which places did I visit?", "q1")], { trigger: "regenerate-message" });
     expect(await client.end(regenerate)).toMatchObject({ error: true, body: NO_REGENERATE });
@@ -120,7 +128,11 @@ describe("9: text with NUL or half of a surrogate pair never fails a turn", () =
     expect((await readChatStream(await postChat(cookie, dirty("Solaris")))).text).toBe("Noted: Solaris (book). I'll remember it.");
     expect(await entityNames(person.id)).toEqual(["Dune", "Emma", "Solaris"]);
     const lines = await transcript(person.id);
-    expect(lines.filter((line) => / user: /.test(line)).every((line) => !line.includes("\u0000") && !/[\ud800-\udbff](?![\udc00-\udfff])/.test(line))).toBe(true);
+    expect(
+      lines
+        .filter((line) => / user: /.test(line))
+        .every((line) => !line.includes("\u0000") && !/[\ud800-\udbff](?![\udc00-\udfff])/.test(line)),
+    ).toBe(true);
   });
 });
 
@@ -133,12 +145,16 @@ describe("an erased agent (account deleted)", () => {
     const agent = await getAgentByName(env.UserAgent, person.id);
     await agent.eraseAll();
     const again = await getAgentByName(env.UserAgent, person.id);
-    expect(await again.enqueueTelegramMessage({ updateId: 1, chatId, messageId: 1, text: "I visited Bergen" })).toEqual({ status: "erased" });
+    expect(await again.enqueueTelegramMessage({ updateId: 1, chatId, messageId: 1, text: "I visited Bergen" })).toEqual({
+      status: "erased",
+    });
     expect((await again.chat("I visited Tromsø")).status).toBe("erased");
     // And after the object has reset (a new instance reads the marker from storage).
     await new Promise((resolve) => setTimeout(resolve, 1500));
     const reset = await getAgentByName(env.UserAgent, person.id);
-    expect(await reset.enqueueTelegramMessage({ updateId: 2, chatId, messageId: 2, text: "I visited Bergen" })).toEqual({ status: "erased" });
+    expect(await reset.enqueueTelegramMessage({ updateId: 2, chatId, messageId: 2, text: "I visited Bergen" })).toEqual({
+      status: "erased",
+    });
     const left = await runInDurableObject(reset, async (instance: UserAgent, state) => ({
       messages: instance.messages.length,
       keys: [...(await state.storage.list()).keys()],
@@ -160,7 +176,9 @@ describe("the conversation keeps each message's time", () => {
     await waitForReplies(chatId, 1, 15_000);
     await readChatStream(await postChat(await sessionCookie(person), "I visited Faro"));
     const agent = await getAgentByName(env.UserAgent, person.id);
-    const times = await runInDurableObject(agent, (instance: UserAgent) => instance.messages.map((m) => (m.metadata as { at?: string } | undefined)?.at));
+    const times = await runInDurableObject(agent, (instance: UserAgent) =>
+      instance.messages.map((m) => (m.metadata as { at?: string } | undefined)?.at),
+    );
     expect(times).toHaveLength(4);
     for (const at of times) {
       expect(at).toMatch(/^\d{4}-\d\d-\d\dT/);

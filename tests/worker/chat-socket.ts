@@ -35,7 +35,9 @@ export async function openSocket(cookie: string): Promise<ChatSocket> {
     frames,
     send(messages, extra = {}) {
       const id = crypto.randomUUID();
-      socket.send(JSON.stringify({ type: "cf_agent_use_chat_request", id, init: { method: "POST", body: JSON.stringify({ messages, ...extra }) } }));
+      socket.send(
+        JSON.stringify({ type: "cf_agent_use_chat_request", id, init: { method: "POST", body: JSON.stringify({ messages, ...extra }) } }),
+      );
       return id;
     },
     end: (id) => until(() => ofRequest(id).find((f) => f.done)),

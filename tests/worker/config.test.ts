@@ -30,7 +30,9 @@ describe("finding 9: configuration is validated when it is loaded", () => {
   });
 
   it("9c: PUBSUB_PUSH_SERVICE_ACCOUNT is required whenever PUBSUB_PUSH_AUDIENCE is set", async () => {
-    expect(await configError({ PUBSUB_PUSH_SERVICE_ACCOUNT: "" })).toContain("PUBSUB_PUSH_SERVICE_ACCOUNT is required when PUBSUB_PUSH_AUDIENCE is set");
+    expect(await configError({ PUBSUB_PUSH_SERVICE_ACCOUNT: "" })).toContain(
+      "PUBSUB_PUSH_SERVICE_ACCOUNT is required when PUBSUB_PUSH_AUDIENCE is set",
+    );
     expect((await callWithEnv({ PUBSUB_PUSH_AUDIENCE: "", PUBSUB_PUSH_SERVICE_ACCOUNT: "" }, "/login")).status).toBe(200);
   });
 

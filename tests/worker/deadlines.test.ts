@@ -19,7 +19,8 @@ import { botCalls, newChatId } from "./helpers";
 
 /** Holds the stand-in's requests to `target` whose body contains `match` (only this test's own). */
 async function hang(target: string, match: string): Promise<() => Promise<void>> {
-  const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target, match }) }).then((r) => void r.body?.cancel());
+  const control = (path: string) =>
+    fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target, match }) }).then((r) => void r.body?.cancel());
   await control("/__hang");
   return () => control("/__release");
 }
@@ -64,10 +65,14 @@ describe("withDeadline", () => {
   it("rejects with DeadlineError naming the dependency, and aborts the signal it handed out", async () => {
     let seen: AbortSignal | undefined;
     const { error, elapsed } = await timed(() =>
-      withDeadline((signal) => {
-        seen = signal;
-        return new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("late"))));
-      }, 100, "postgres"),
+      withDeadline(
+        (signal) => {
+          seen = signal;
+          return new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("late"))));
+        },
+        100,
+        "postgres",
+      ),
     );
     expect(error).toBeInstanceOf(DeadlineError);
     expect(error).toMatchObject({ name: "DeadlineError", what: "postgres", ms: 100 });
@@ -116,8 +121,16 @@ describe("Postgres", () => {
 
   it("sets statement_timeout for each transaction, in the same round trip as the role", async () => {
     const read = (db: ReturnType<typeof workerdDatabase>) =>
-      db.withSystem(async (tx) => (await tx.execute(sql`select current_setting('statement_timeout') as timeout, current_user as role`)) as unknown as Array<{ timeout: string; role: string }>);
-    expect(await read(workerdDatabase(env.HYPERDRIVE.connectionString, { statementTimeoutMs: 1234 }))).toEqual([{ timeout: "1234ms", role: "soma_system" }]);
+      db.withSystem(
+        async (tx) =>
+          (await tx.execute(sql`select current_setting('statement_timeout') as timeout, current_user as role`)) as unknown as Array<{
+            timeout: string;
+            role: string;
+          }>,
+      );
+    expect(await read(workerdDatabase(env.HYPERDRIVE.connectionString, { statementTimeoutMs: 1234 }))).toEqual([
+      { timeout: "1234ms", role: "soma_system" },
+    ]);
     expect(await read(workerdDatabase(env.HYPERDRIVE.connectionString))).toEqual([{ timeout: "10s", role: "soma_system" }]);
     // (The embedded test Postgres, PGlite, keeps the setting but cannot enforce it: it has no timer
     // signals. The cancellation itself, SQLSTATE 57014, is checked against a real PostgreSQL by
@@ -202,7 +215,13 @@ describe("Inngest", () => {
   it("emitEvents to a hung Inngest returns false at its deadline, then skips the address at once", async () => {
     const hungAddress = new URL(env.HANGING_DATABASE_URL);
     const config = loadConfig({ ...env, INNGEST_BASE_URL: `http://${hungAddress.host}/` });
-    const event = () => turnCompleted.create({ userId: crypto.randomUUID(), channel: "web", source: { kind: "web", externalId: crypto.randomUUID() }, text: "hi" });
+    const event = () =>
+      turnCompleted.create({
+        userId: crypto.randomUUID(),
+        channel: "web",
+        source: { kind: "web", externalId: crypto.randomUUID() },
+        text: "hi",
+      });
 
     const first = await timed(() => emitEvents(config, event(), { test: "deadlines" }, 400));
     expect(first.value).toBe(false);

@@ -29,10 +29,12 @@ async function exportAs(cookie: string): Promise<SomaExportV1> {
   return SomaExport.parse(await response.json());
 }
 
-
 /** The workflow events named `name` the Inngest stand-in received for the person (sent before the import answers). */
 async function sentEvents(name: string, userId: string): Promise<Array<{ id: string; data: { userId: string } }>> {
-  const events = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as Array<{ id: string; data: { userId: string } }>;
+  const events = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as Array<{
+    id: string;
+    data: { userId: string };
+  }>;
   return events.filter((e) => e.data.userId === userId);
 }
 
@@ -46,9 +48,28 @@ function memories(file: SomaExportV1) {
   return {
     sources: sorted(file.sources.map(({ id: _, ...s }) => s)),
     entities: sorted(file.entities.map(({ id: _, sourceId, ...e }) => ({ ...e, source: of(source, sourceId) }))),
-    facts: sorted(file.facts.map(({ id: _, sourceId, supersededBy, ...f }) => ({ ...f, source: of(source, sourceId), supersededBy: of(fact, supersededBy) }))),
-    edges: sorted(file.edges.map(({ id: _, sourceId, fromId, toId, ...e }) => ({ ...e, from: of(entity, fromId), to: of(entity, toId), source: of(source, sourceId) }))),
-    events: sorted(file.events.map(({ id: _, sourceId, entityIds, ...e }) => ({ ...e, entities: entityIds.map((id) => of(entity, id)), source: of(source, sourceId) }))),
+    facts: sorted(
+      file.facts.map(({ id: _, sourceId, supersededBy, ...f }) => ({
+        ...f,
+        source: of(source, sourceId),
+        supersededBy: of(fact, supersededBy),
+      })),
+    ),
+    edges: sorted(
+      file.edges.map(({ id: _, sourceId, fromId, toId, ...e }) => ({
+        ...e,
+        from: of(entity, fromId),
+        to: of(entity, toId),
+        source: of(source, sourceId),
+      })),
+    ),
+    events: sorted(
+      file.events.map(({ id: _, sourceId, entityIds, ...e }) => ({
+        ...e,
+        entities: entityIds.map((id) => of(entity, id)),
+        source: of(source, sourceId),
+      })),
+    ),
     conversation: file.conversation.map((m) => ({
       role: m.role,
       text: m.parts.map((p) => (p.type === "text" ? String(p.text) : "")).join(""),
@@ -67,9 +88,12 @@ describe("GET /api/export", () => {
     expect(response.headers.get("content-type")).toMatch(/^application\/json/);
     const file = SomaExport.parse(await response.json());
     expect(file).toMatchObject({ format: "soma-export", version: 1, person: { displayName: ada.person.displayName } });
-    expect(file.entities.map((e) => `${e.type}:${e.name}:${e.status}`).sort()).toEqual(
-      ["book:Ada Dune:active", "book:Ada Solaris:active", "person:Ada Herbert:active", "place:Ada Lisbon:archived"],
-    );
+    expect(file.entities.map((e) => `${e.type}:${e.name}:${e.status}`).sort()).toEqual([
+      "book:Ada Dune:active",
+      "book:Ada Solaris:active",
+      "person:Ada Herbert:active",
+      "place:Ada Lisbon:archived",
+    ]);
     const berlin = file.facts.find((f) => f.statement === "Ada lives in Berlin");
     const munich = file.facts.find((f) => f.statement === "Ada lives in Munich");
     expect(berlin?.supersededBy).toBe(munich?.id);
@@ -153,7 +177,10 @@ describe("POST /api/import", () => {
     expect(await (await importAs(cookie, file)).json()).toMatchObject({ imported: { entities: 4, facts: 2 } });
     const [event, ...more] = await sentEvents("memory/imported", person.id);
     expect(more).toEqual([]);
-    expect(event).toMatchObject({ id: expect.stringMatching(new RegExp(`^memory-imported-${person.id}-\\d+$`)), data: { userId: person.id } });
+    expect(event).toMatchObject({
+      id: expect.stringMatching(new RegExp(`^memory-imported-${person.id}-\\d+$`)),
+      data: { userId: person.id },
+    });
     expect(await sentEvents("schedule/reminder.created", person.id)).toHaveLength(1);
 
     expect(await (await importAs(cookie, file)).json()).toMatchObject({ imported: { entities: 0, facts: 0 } });
@@ -180,20 +207,43 @@ describe("POST /api/import", () => {
           id: "assistant-1",
           role: "assistant",
           parts: [
-            { type: "tool-memory_capture", toolCallId: "call-1", state: "output-available", input: { type: "book", name: "Emma" }, output: { created: true } },
+            {
+              type: "tool-memory_capture",
+              toolCallId: "call-1",
+              state: "output-available",
+              input: { type: "book", name: "Emma" },
+              output: { created: true },
+            },
             { type: "text", text: "Noted: Emma." },
           ],
           createdAt: "2024-01-01T00:00:02.000Z",
         },
-        { id: "assistant-2", role: "assistant", parts: [{ type: "tool-memory_forget", toolCallId: "call-2", state: "output-available", input: {}, output: {} }], createdAt: null },
+        {
+          id: "assistant-2",
+          role: "assistant",
+          parts: [{ type: "tool-memory_forget", toolCallId: "call-2", state: "output-available", input: {}, output: {} }],
+          createdAt: null,
+        },
       ],
     };
     expect(await (await importAs(cookie, JSON.stringify(file))).json()).toMatchObject({ imported: { messages: 2 } });
     expect(await (await importAs(cookie, JSON.stringify(file))).json()).toMatchObject({ imported: { messages: 0 } });
     const agent = await getAgentByName(env.UserAgent, person.id);
-    expect(ExportedConversation.parse(JSON.parse(await agent.transcript())).map((m) => ({ id: m.id, role: m.role, parts: m.parts, createdAt: m.createdAt }))).toEqual([
+    expect(
+      ExportedConversation.parse(JSON.parse(await agent.transcript())).map((m) => ({
+        id: m.id,
+        role: m.role,
+        parts: m.parts,
+        createdAt: m.createdAt,
+      })),
+    ).toEqual([
       { id: "import:telegram:7", role: "user", parts: [{ type: "text", text: "I read Emma" }], createdAt: "2024-01-01T00:00:01.000Z" },
-      { id: "import:assistant-1", role: "assistant", parts: [{ type: "text", text: "Noted: Emma." }], createdAt: "2024-01-01T00:00:02.000Z" },
+      {
+        id: "import:assistant-1",
+        role: "assistant",
+        parts: [{ type: "text", text: "Noted: Emma." }],
+        createdAt: "2024-01-01T00:00:02.000Z",
+      },
     ]);
   });
 
@@ -209,7 +259,11 @@ describe("POST /api/import", () => {
     };
     await refused(await importAs(targetCookie, "{not json"), 400, /not valid JSON/);
     await refused(await importAs(targetCookie, JSON.stringify({ hello: 1 })), 400, /Not a Soma export file: format/);
-    await refused(await importAs(targetCookie, JSON.stringify({ ...file, version: 2 })), 400, /version 2 export; this server reads version 1/);
+    await refused(
+      await importAs(targetCookie, JSON.stringify({ ...file, version: 2 })),
+      400,
+      /version 2 export; this server reads version 1/,
+    );
     const badName = { ...file, entities: file.entities.map((e, i) => (i === 1 ? { ...e, name: "" } : e)) };
     await refused(await importAs(targetCookie, JSON.stringify(badName)), 400, /Invalid export file: entities\.1\.name: /);
     const dangling = { ...file, edges: file.edges.map((e) => ({ ...e, toId: crypto.randomUUID() })) };
@@ -217,7 +271,11 @@ describe("POST /api/import", () => {
     await refused(await importAs(targetCookie, JSON.stringify(file), { "content-type": "text/plain" }), 415, /application\/json/);
     await refused(await importAs(targetCookie, " ".repeat(10 * 1024 * 1024 + 1)), 413, /larger than/);
     await refused(await importAs(targetCookie, JSON.stringify(file), { origin: "https://evil.example" }), 403, /Cross-site/);
-    await refused(await call("/api/import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(file) }), 401, /Sign in/);
+    await refused(
+      await call("/api/import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(file) }),
+      401,
+      /Sign in/,
+    );
     expect(await rowCounts(target.id)).toEqual({ sources: 0, entities: 0, facts: 0, edges: 0, events: 0 });
     expect(await rowCounts(person.id)).toMatchObject({ entities: 4 });
   });
@@ -258,12 +316,17 @@ describe("TelegramSender.sendDocument", () => {
     await sender.sendDocument(chatId, file, "your file");
     expect(waits).toEqual([2000]);
     const [sent] = await botCalls(chatId, "sendDocument");
-    expect(sent?.payload).toMatchObject({ chat_id: chatId, caption: "your file", document: { filename: file.name, size: file.bytes.length, text: '{"format":"soma-export","name":"Zoë"}' } });
+    expect(sent?.payload).toMatchObject({
+      chat_id: chatId,
+      caption: "your file",
+      document: { filename: file.name, size: file.bytes.length, text: '{"format":"soma-export","name":"Zoë"}' },
+    });
   });
 
   it("gives up on a hung Bot API at the send deadline with DeadlineError", async () => {
     const chatId = newChatId();
-    const control = (path: string) => fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target: "sendDocument", match: String(chatId) }) });
+    const control = (path: string) =>
+      fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target: "sendDocument", match: String(chatId) }) });
     await control("/__hang");
     try {
       const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sendDeadlineMs: 300 });

@@ -27,7 +27,9 @@ interface ConnectionRow {
 
 async function connectionRow(userId: string): Promise<ConnectionRow | undefined> {
   const rows = (await testDatabase().withUser(userId, (tx) =>
-    tx.execute(sql`select account_email, access_token_enc, refresh_token_enc, gmail_history_id, watch_expires_at::text from oauth_connections`),
+    tx.execute(
+      sql`select account_email, access_token_enc, refresh_token_enc, gmail_history_id, watch_expires_at::text from oauth_connections`,
+    ),
   )) as unknown as ConnectionRow[];
   return rows[0];
 }
@@ -35,7 +37,10 @@ async function connectionRow(userId: string): Promise<ConnectionRow | undefined>
 /** Goes through "Connect Gmail" as the person with `cookie`, coming back from Google as account `sub`. */
 async function connectGmailAs(cookie: string, sub: string, headers: Record<string, string> = {}): Promise<Response> {
   const { location, flow } = await start("connect", cookie);
-  return call(`/auth/google/callback?code=good-${sub}&state=${location.searchParams.get("state")}`, { headers: { cookie: `${flow}; ${cookie}`, ...headers }, redirect: "manual" });
+  return call(`/auth/google/callback?code=good-${sub}&state=${location.searchParams.get("state")}`, {
+    headers: { cookie: `${flow}; ${cookie}`, ...headers },
+    redirect: "manual",
+  });
 }
 
 describe("Google sign-in", () => {
@@ -57,7 +62,11 @@ describe("Google sign-in", () => {
     expect(await chatAs(session, "I read Hyperion")).toBe("Noted: Hyperion (book). I'll remember it.");
 
     const requests = (await (await fetch(`${env.STAND_IN_URL}/__google`)).json()) as Array<Record<string, string>>;
-    expect(requests.at(-1)).toMatchObject({ grant_type: "authorization_code", code: `good-${sub}`, code_verifier: expect.stringMatching(/^[\w-]{43,}$/) });
+    expect(requests.at(-1)).toMatchObject({
+      grant_type: "authorization_code",
+      code: `good-${sub}`,
+      code_verifier: expect.stringMatching(/^[\w-]{43,}$/),
+    });
   });
 
   it("refuses a wrong state, a missing flow cookie, and a code Google rejects", async () => {
@@ -107,7 +116,10 @@ describe("connecting Gmail", () => {
       (rows) => rows[0]?.watching === true,
     );
     expect(state).toEqual({ gmail_history_id: "31337", watching: true });
-    const requests = (await (await fetch(`${env.STAND_IN_URL}/__gmail/requests?sub=${sub}`)).json()) as Array<{ method: string; path: string }>;
+    const requests = (await (await fetch(`${env.STAND_IN_URL}/__gmail/requests?sub=${sub}`)).json()) as Array<{
+      method: string;
+      path: string;
+    }>;
     expect(requests).toContainEqual(expect.objectContaining({ method: "POST", path: "/watch" }));
   });
 });
@@ -127,24 +139,49 @@ describe("finding 9a: sealed tokens are bound to their row", () => {
 
     // Mallory's row gets Alice's sealed tokens (a copied row, a swapped column): none of them opens.
     const mallory = await newPerson("mallory");
-    const moved = { provider: "google", accountEmail: `m-${sub}@gmail.example`, scope: "gmail.readonly", accessTokenExpiresAt: null } as const;
-    await testDatabase().withUser(mallory.id, (tx) => saveConnection(tx, mallory.id, { ...moved, accessTokenEnc: sealed.access_token_enc, refreshTokenEnc: sealed.refresh_token_enc }));
-    await expect(testDatabase().withUser(mallory.id, (tx) => openConnection(tx, mallory.id, "google", cipher))).rejects.toBeInstanceOf(SealedTokenError);
+    const moved = {
+      provider: "google",
+      accountEmail: `m-${sub}@gmail.example`,
+      scope: "gmail.readonly",
+      accessTokenExpiresAt: null,
+    } as const;
+    await testDatabase().withUser(mallory.id, (tx) =>
+      saveConnection(tx, mallory.id, { ...moved, accessTokenEnc: sealed.access_token_enc, refreshTokenEnc: sealed.refresh_token_enc }),
+    );
+    await expect(testDatabase().withUser(mallory.id, (tx) => openConnection(tx, mallory.id, "google", cipher))).rejects.toBeInstanceOf(
+      SealedTokenError,
+    );
     await expect(cipher.decrypt(sealed.access_token_enc, slot(alice.id, "refresh_token"))).rejects.toThrow(/does not open here/);
     await expect(cipher.decrypt(sealed.refresh_token_enc!, slot(mallory.id, "refresh_token"))).rejects.toBeInstanceOf(SealedTokenError);
   });
 
   it("9a: a legacy token sealed without AAD still opens, and is re-sealed bound to its row on that first read", async () => {
     const person = await newPerson("legacy");
-    const key = await crypto.subtle.importKey("raw", Uint8Array.from(atob(env.TOKEN_ENCRYPTION_KEY), (c) => c.charCodeAt(0)), "AES-GCM", false, ["encrypt"]);
-    const b64url = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+    const key = await crypto.subtle.importKey(
+      "raw",
+      Uint8Array.from(atob(env.TOKEN_ENCRYPTION_KEY), (c) => c.charCodeAt(0)),
+      "AES-GCM",
+      false,
+      ["encrypt"],
+    );
+    const b64url = (bytes: Uint8Array) =>
+      btoa(String.fromCharCode(...bytes))
+        .replaceAll("+", "-")
+        .replaceAll("/", "_")
+        .replace(/=+$/, "");
     const sealV1 = async (plaintext: string) => {
       const iv = crypto.getRandomValues(new Uint8Array(12));
       return `v1.${b64url(iv)}.${b64url(new Uint8Array(await crypto.subtle.encrypt({ name: "AES-GCM", iv }, key, new TextEncoder().encode(plaintext))))}`;
     };
     const legacy = { accessTokenEnc: await sealV1("ya29.legacy-access"), refreshTokenEnc: await sealV1("1//legacy-refresh") };
     await testDatabase().withUser(person.id, (tx) =>
-      saveConnection(tx, person.id, { provider: "google", accountEmail: `legacy-${person.id}@gmail.example`, scope: "gmail.readonly", accessTokenExpiresAt: null, ...legacy }),
+      saveConnection(tx, person.id, {
+        provider: "google",
+        accountEmail: `legacy-${person.id}@gmail.example`,
+        scope: "gmail.readonly",
+        accessTokenExpiresAt: null,
+        ...legacy,
+      }),
     );
 
     const opened = await testDatabase().withUser(person.id, (tx) => openConnection(tx, person.id, "google", cipher));
@@ -154,7 +191,9 @@ describe("finding 9a: sealed tokens are bound to their row", () => {
     expect(resealed.refresh_token_enc).toMatch(/^v2\./);
     expect(await cipher.decrypt(resealed.access_token_enc, slot(person.id, "access_token"))).toBe("ya29.legacy-access");
     expect(await cipher.decrypt(resealed.refresh_token_enc!, slot(person.id, "refresh_token"))).toBe("1//legacy-refresh");
-    await expect(cipher.decrypt(resealed.access_token_enc, slot(crypto.randomUUID(), "access_token"))).rejects.toBeInstanceOf(SealedTokenError);
+    await expect(cipher.decrypt(resealed.access_token_enc, slot(crypto.randomUUID(), "access_token"))).rejects.toBeInstanceOf(
+      SealedTokenError,
+    );
   });
 });
 
@@ -164,7 +203,10 @@ describe("finding 9g: a mailbox belongs to one person", () => {
     const sub = crypto.randomUUID();
     await fetch(`${env.STAND_IN_URL}/__gmail/mailbox`, { method: "POST", body: JSON.stringify({ sub, historyId: 4242 }) });
     expect((await connectGmailAs(await sessionCookie(owner), sub)).status).toBe(303);
-    const before = await eventually(() => connectionRow(owner.id), (row) => row?.watch_expires_at != null);
+    const before = await eventually(
+      () => connectionRow(owner.id),
+      (row) => row?.watch_expires_at != null,
+    );
 
     const other = await newPerson("mailbox-other");
     const otherCookie = await sessionCookie(other);

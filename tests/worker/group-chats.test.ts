@@ -22,7 +22,13 @@ function message(chat: Record<string, unknown>, senderId: number, text: string) 
   const updateId = ++nextUpdate;
   return {
     update_id: updateId,
-    message: { message_id: updateId % 100000, date: Math.floor(Date.now() / 1000), chat, from: { id: senderId, is_bot: false, first_name: "Grace" }, text },
+    message: {
+      message_id: updateId % 100000,
+      date: Math.floor(Date.now() / 1000),
+      chat,
+      from: { id: senderId, is_bot: false, first_name: "Grace" },
+      text,
+    },
   };
 }
 
@@ -82,10 +88,18 @@ describe("finding 1: group chats — only private chats reach the person's agent
     expect(await webhookReply(await post(message({ id: group, type: "group" }, sender, "/start")))).toBeNull();
     // Another group is told on its own.
     const other = newGroupId();
-    expect(await webhookReply(await post(message({ id: other, type: "group" }, sender, "/help")))).toMatchObject({ chat_id: other, text: GROUP_NOTICE });
+    expect(await webhookReply(await post(message({ id: other, type: "group" }, sender, "/help")))).toMatchObject({
+      chat_id: other,
+      text: GROUP_NOTICE,
+    });
 
-    await testDatabase().withAuth((tx) => tx.execute(sql`update auth.group_chat_notices set notified_at = now() - interval '25 hours' where chat_id = ${group}`));
-    expect(await webhookReply(await post(message({ id: group, type: "group" }, sender, "/start")))).toMatchObject({ chat_id: group, text: GROUP_NOTICE });
+    await testDatabase().withAuth((tx) =>
+      tx.execute(sql`update auth.group_chat_notices set notified_at = now() - interval '25 hours' where chat_id = ${group}`),
+    );
+    expect(await webhookReply(await post(message({ id: group, type: "group" }, sender, "/start")))).toMatchObject({
+      chat_id: group,
+      text: GROUP_NOTICE,
+    });
     expect(await telegramAccount(sender)).toBeNull();
   });
 
@@ -94,7 +108,12 @@ describe("finding 1: group chats — only private chats reach the person's agent
     const channel = newGroupId();
     const post_ = message({ id: channel, type: "channel", title: "News" }, sender, "/login");
     expect((await post({ update_id: ++nextUpdate, channel_post: { ...post_.message, from: undefined } })).status).toBe(200);
-    for (const chat of [{ id: channel, type: "channel" }, { id: sender }, { id: sender, type: "secret" }, { id: sender, type: ["private"] }]) {
+    for (const chat of [
+      { id: channel, type: "channel" },
+      { id: sender },
+      { id: sender, type: "secret" },
+      { id: sender, type: ["private"] },
+    ]) {
       const response = await post(message(chat, sender, "/login"));
       expect(response.status, JSON.stringify(chat)).toBe(200);
       expect(await webhookReply(response), JSON.stringify(chat)).toBeNull();

@@ -35,7 +35,10 @@ export async function signInPage(path = "/login"): Promise<{ nonce: string; cook
   const response = await call(path);
   const html = await response.text();
   const nonce = /nonce=([\w-]{43})"|name="nonce" value="([\w-]{43})"/.exec(html);
-  const cookie = response.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_login="))?.split(";")[0];
+  const cookie = response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("__Host-soma_login="))
+    ?.split(";")[0];
   if (!nonce || !cookie) throw new Error(`${path} handed out no login nonce`);
   return { nonce: (nonce[1] ?? nonce[2])!, cookie, html };
 }
@@ -48,7 +51,11 @@ export async function openLoginLink(token: string, cookie?: string): Promise<Res
   const { nonce, cookie: nonceCookie } = await signInPage(`/auth/link/${token}`);
   return call(`/auth/link/${token}`, {
     method: "POST",
-    headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", cookie: [nonceCookie, cookie].filter(Boolean).join("; ") },
+    headers: {
+      origin: "https://soma.test",
+      "content-type": "application/x-www-form-urlencoded",
+      cookie: [nonceCookie, cookie].filter(Boolean).join("; "),
+    },
     body: new URLSearchParams({ nonce }),
     redirect: "manual",
   });
@@ -102,19 +109,31 @@ export async function waitForReplies(chatId: number, count: number, timeoutMs = 
 }
 
 /** Reads an AI SDK UI message stream (SSE) to its end: the chunks and the text they spell. */
-export async function readChatStream(response: Response): Promise<{ text: string; chunks: Array<{ type: string; delta?: string; toolName?: string }> }> {
+export async function readChatStream(
+  response: Response,
+): Promise<{ text: string; chunks: Array<{ type: string; delta?: string; toolName?: string }> }> {
   const body = await response.text();
   const chunks = body
     .split("\n\n")
     .map((event) => event.replace(/^data: /, "").trim())
     .filter((data) => data && data !== "[DONE]")
     .map((data) => JSON.parse(data) as { type: string; delta?: string; toolName?: string });
-  return { text: chunks.filter((c) => c.type === "text-delta").map((c) => c.delta).join(""), chunks };
+  return {
+    text: chunks
+      .filter((c) => c.type === "text-delta")
+      .map((c) => c.delta)
+      .join(""),
+    chunks,
+  };
 }
 
 /** Sends one chat message as the person with `cookie` and returns the streamed reply's text. */
 export async function chatAs(cookie: string, message: string): Promise<string> {
-  const response = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: JSON.stringify({ message }) });
+  const response = await call("/api/chat", {
+    method: "POST",
+    headers: { cookie, "content-type": "application/json" },
+    body: JSON.stringify({ message }),
+  });
   if (response.status !== 200) throw new Error(`chat answered ${response.status}`);
   return (await readChatStream(response)).text;
 }
@@ -150,7 +169,14 @@ export async function connectMailbox(label = "mail"): Promise<{ userId: string; 
   const person = await newPerson(label);
   const email = `box-${crypto.randomUUID().slice(0, 8)}@gmail.example`;
   await testDatabase().withUser(person.id, (tx) =>
-    saveConnection(tx, person.id, { provider: "google", accountEmail: email, scope: "gmail.readonly", accessTokenEnc: "v1.x.y", refreshTokenEnc: null, accessTokenExpiresAt: null }),
+    saveConnection(tx, person.id, {
+      provider: "google",
+      accountEmail: email,
+      scope: "gmail.readonly",
+      accessTokenEnc: "v1.x.y",
+      refreshTokenEnc: null,
+      accessTokenExpiresAt: null,
+    }),
   );
   return { userId: person.id, email };
 }
@@ -162,5 +188,8 @@ export function base64(text: string): string {
 
 export function envelope(data: unknown, messageId = `${Date.now()}${Math.floor(Math.random() * 1e9)}`) {
   const encoded = typeof data === "string" ? data : base64(JSON.stringify(data));
-  return { message: { data: encoded, messageId, publishTime: new Date().toISOString() }, subscription: "projects/soma-test/subscriptions/gmail-push" };
+  return {
+    message: { data: encoded, messageId, publishTime: new Date().toISOString() },
+    subscription: "projects/soma-test/subscriptions/gmail-push",
+  };
 }

@@ -176,11 +176,7 @@ describe("a turn re-run through the AI SDK tool loop", () => {
 
     const rerun = outputs(await run(turn));
     const again = outputs(await run(turn));
-    expect(rerun).toEqual([
-      { entityId: book.entityId, created: false },
-      { edgeId: expect.any(String) },
-      { eventId: expect.any(String) },
-    ]);
+    expect(rerun).toEqual([{ entityId: book.entityId, created: false }, { edgeId: expect.any(String) }, { eventId: expect.any(String) }]);
     expect(again).toEqual(rerun);
     expect(deliveries).toEqual([(rerun[2] as { eventId: string }).eventId, (rerun[2] as { eventId: string }).eventId]);
     expect(await counts(person)).toEqual({ events: 1, edges: 1, entities: 2, sources: 2 });
@@ -193,7 +189,9 @@ describe("idempotency keys", () => {
     const key = await idempotencyKey(source, "memory_relate", { fromId: "a", toId: "b", type: "x" });
     expect(key).toMatch(/^[0-9a-f]{64}$/);
     expect(await idempotencyKey(source, "memory_relate", { type: "x", toId: "b", fromId: "a" })).toBe(key);
-    expect(await idempotencyKey({ kind: "telegram", externalId: "1:3" }, "memory_relate", { fromId: "a", toId: "b", type: "x" })).not.toBe(key);
+    expect(await idempotencyKey({ kind: "telegram", externalId: "1:3" }, "memory_relate", { fromId: "a", toId: "b", type: "x" })).not.toBe(
+      key,
+    );
     expect(await idempotencyKey({ kind: "web", externalId: "1:2" }, "memory_relate", { fromId: "a", toId: "b", type: "x" })).not.toBe(key);
     expect(await idempotencyKey(source, "schedule_create", { fromId: "a", toId: "b", type: "x" })).not.toBe(key);
     expect(await idempotencyKey(source, "memory_relate", { fromId: "b", toId: "a", type: "x" })).not.toBe(key);

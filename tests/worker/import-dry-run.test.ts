@@ -37,7 +37,8 @@ describe("POST /api/import?dryRun=1", () => {
     expect(real.status).toBe(200);
     expect(((await real.json()) as { imported: Record<string, number> }).imported).toEqual(previewed.imported);
     const after = await rowCounts(bob.id);
-    for (const table of ["sources", "entities", "facts", "edges", "events"]) expect(after![table]).toBe(rowsBefore![table]! + previewed.imported[table]!);
+    for (const table of ["sources", "entities", "facts", "edges", "events"])
+      expect(after![table]).toBe(rowsBefore![table]! + previewed.imported[table]!);
 
     // Previewing a file already imported finds nothing to add.
     const again = (await (await importAs(bobCookie, file, {}, "?dryRun=1")).json()) as { imported: Record<string, number> };

@@ -14,7 +14,12 @@ import { scriptedModel, type Step } from "./scripted-model";
 async function turn(person: Person, steps: Step[]) {
   const result = await generateText({
     model: scriptedModel([...steps, { text: "ok" }]),
-    tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: crypto.randomUUID(), payload: { text: "x" } } }),
+    tools: memoryTools({
+      db: testDatabase(),
+      userId: person.id,
+      embedder: localEmbedder,
+      source: { kind: "test", externalId: crypto.randomUUID(), payload: { text: "x" } },
+    }),
     stopWhen: isStepCount(steps.length + 1),
     prompt: "x",
   });
@@ -60,15 +65,21 @@ describe("capture and recall in Spanish, Russian and German", () => {
 
   it("recalls a typed list in any language, and keeps one memory for a name said with other case", async () => {
     const person = await library();
-    const [again] = (await turn(person, [{ tool: "memory_capture", input: { type: "book", name: "CIEN AÑOS DE SOLEDAD" } }])) as Array<{ created: boolean }>;
+    const [again] = (await turn(person, [{ tool: "memory_capture", input: { type: "book", name: "CIEN AÑOS DE SOLEDAD" } }])) as Array<{
+      created: boolean;
+    }>;
     expect(again).toMatchObject({ created: false });
-    const [books] = (await turn(person, [{ tool: "memory_recall", input: { query: "какие книги я читал?", type: "book" } }])) as RecallResult[][];
+    const [books] = (await turn(person, [
+      { tool: "memory_recall", input: { query: "какие книги я читал?", type: "book" } },
+    ])) as RecallResult[][];
     expect(books!.map((r) => (r.kind === "entity" ? r.entity.name : "")).sort()).toEqual([...BOOKS].sort());
   });
 
   it("folds accents the same way in TypeScript as the database does", async () => {
     const person = await library();
-    const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(`select name, normalized_name, search_name from entities` as never))) as unknown as Array<{
+    const rows = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(`select name, normalized_name, search_name from entities` as never),
+    )) as unknown as Array<{
       name: string;
       normalized_name: string;
       search_name: string;

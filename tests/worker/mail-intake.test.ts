@@ -12,8 +12,10 @@ interface SentEvent {
   deliveries: number;
 }
 
-
-async function push(body: unknown, options: { token?: string | null; bearer?: string | null; contentType?: string } = {}): Promise<Response> {
+async function push(
+  body: unknown,
+  options: { token?: string | null; bearer?: string | null; contentType?: string } = {},
+): Promise<Response> {
   const token = options.token === undefined ? env.MAIL_PUSH_TOKEN : options.token;
   const bearer = options.bearer === undefined ? await pushToken() : options.bearer;
   return call(`/api/webhooks/mail${token === null ? "" : `?token=${encodeURIComponent(token)}`}`, {
@@ -81,7 +83,10 @@ describe("a valid push", () => {
     expect(response.status).toBe(204);
     const sent = await sentFor(userId);
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatchObject({ id: `gmail-push-${body.message.messageId}`, data: { userId, emailAddress: email.toUpperCase(), historyId: "987654321" } });
+    expect(sent[0]).toMatchObject({
+      id: `gmail-push-${body.message.messageId}`,
+      data: { userId, emailAddress: email.toUpperCase(), historyId: "987654321" },
+    });
   });
 
   it("delivered twice by Pub/Sub is one event (same id, deduplicated by the engine)", async () => {
@@ -135,11 +140,13 @@ describe("bad input", () => {
     ["a history id that is not a number", { emailAddress: "a@b.example", historyId: "12abc" }],
     ["no data at all", undefined],
   ])("acknowledges %s with 204 and sends nothing (no redelivery loop)", async (_label, data) => {
-    const before = ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as unknown[]).length;
+    const before = ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as unknown[])
+      .length;
     const body = data === undefined ? { message: { messageId: "1" } } : envelope(data);
     const response = await push(body);
     expect(response.status).toBe(204);
-    const after = ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as unknown[]).length;
+    const after = ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as unknown[])
+      .length;
     expect(after).toBe(before);
   });
 

@@ -23,7 +23,12 @@ async function signedIn() {
   const person = await newPerson("center");
   const cookie = await sessionCookie(person);
   const request = async (path: string, init: RequestInit = {}) => {
-    const headers = { cookie, origin: ORIGIN, ...(init.body ? { "content-type": "application/json" } : {}), ...(init.headers as Record<string, string>) };
+    const headers = {
+      cookie,
+      origin: ORIGIN,
+      ...(init.body ? { "content-type": "application/json" } : {}),
+      ...(init.headers as Record<string, string>),
+    };
     const response = await call(path, { ...init, headers });
     return { status: response.status, body: (await response.json()) as CenterBody };
   };
@@ -32,7 +37,10 @@ async function signedIn() {
 }
 
 /** Inserts memories as `person` (through the RLS helper), told at `createdAt` (and happened at `happenedAt`), and returns their ids. */
-async function seedMemories(person: Person, memories: Array<{ type: string; name: string; createdAt: string; happenedAt?: string; text?: string; kind?: string }>) {
+async function seedMemories(
+  person: Person,
+  memories: Array<{ type: string; name: string; createdAt: string; happenedAt?: string; text?: string; kind?: string }>,
+) {
   return testDatabase().withUser(person.id, async (tx) => {
     const ids: string[] = [];
     for (const m of memories) {
@@ -113,7 +121,9 @@ describe("GET /api/memories paging", () => {
     const march = await me.request("/api/memories?from=2024-03-01T00:00:00Z&to=2024-04-01T00:00:00Z");
     expect(march.body.memories.map((m: { name: string }) => m.name)).toEqual(["Told In March"]);
     const summer2019 = await me.request("/api/memories?from=2019-07-01T00:00:00Z&to=2019-08-01T00:00:00Z");
-    expect(summer2019.body.memories).toEqual([expect.objectContaining({ name: "Lisbon Trip", toldAt: "2024-03-15T10:00:00.000Z", happenedAt: "2019-07-01T10:00:00.000Z" })]);
+    expect(summer2019.body.memories).toEqual([
+      expect.objectContaining({ name: "Lisbon Trip", toldAt: "2024-03-15T10:00:00.000Z", happenedAt: "2019-07-01T10:00:00.000Z" }),
+    ]);
   });
 });
 
@@ -134,9 +144,21 @@ describe("GET /api/memories/:id", () => {
     expect(body.memory).toMatchObject({ id: dune, name: "Dune", type: "book", status: "active", createdAt: "2024-02-02T09:30:00.000Z" });
     expect(body.memory.source).toMatchObject({ kind: "telegram", excerpt: "I just finished Dune", at: "2024-02-02T09:30:00.000Z" });
     expect(body.relations).toEqual([
-      expect.objectContaining({ type: "written_by", direction: "out", other: { id: herbert, type: "person", name: "Frank Herbert", status: "active" }, until: null }),
+      expect.objectContaining({
+        type: "written_by",
+        direction: "out",
+        other: { id: herbert, type: "person", name: "Frank Herbert", status: "active" },
+        until: null,
+      }),
     ]);
-    expect(body.events).toEqual([expect.objectContaining({ kind: "reminder", status: "scheduled", occurredAt: "2024-02-09T08:00:00.000Z", payload: { text: "lend Dune to Sam" } })]);
+    expect(body.events).toEqual([
+      expect.objectContaining({
+        kind: "reminder",
+        status: "scheduled",
+        occurredAt: "2024-02-09T08:00:00.000Z",
+        payload: { text: "lend Dune to Sam" },
+      }),
+    ]);
     const fromHerbert = await me.request(`/api/memories/${herbert}`);
     expect(fromHerbert.body.relations[0]).toMatchObject({ direction: "in", other: { id: dune, name: "Dune" } });
     expect((await me.request(`/api/memories/${crypto.randomUUID()}`)).status).toBe(404);
@@ -150,7 +172,12 @@ describe("PATCH /api/memories/:id", () => {
     const [id] = await seedMemories(me.person, [{ type: "book", name: "Dune", createdAt: "2024-02-02T09:30:00Z" }]);
     const edited = await me.patch(id!, { name: "Dune Messiah", type: "Book", properties: { author: "Frank Herbert", rating: 4 } });
     expect(edited.status).toBe(200);
-    expect(edited.body.memory).toMatchObject({ id, name: "Dune Messiah", type: "book", properties: { author: "Frank Herbert", rating: 4 } });
+    expect(edited.body.memory).toMatchObject({
+      id,
+      name: "Dune Messiah",
+      type: "book",
+      properties: { author: "Frank Herbert", rating: 4 },
+    });
     const found = await me.request("/api/memories?q=messiah");
     expect(found.body.memories.map((m: { name: string }) => m.name)).toEqual(["Dune Messiah"]);
   });
@@ -162,12 +189,23 @@ describe("PATCH /api/memories/:id", () => {
       { type: "book", name: "Dune", createdAt: "2024-02-02T09:30:00Z" },
       { type: "book", name: "Emma", createdAt: "2024-02-03T09:30:00Z" },
     ]);
-    for (const body of [{}, { name: "" }, { type: "Not A Type!" }, { name: "x".repeat(201) }, { colour: "red" }, { properties: { author: { nested: true } } }]) {
+    for (const body of [
+      {},
+      { name: "" },
+      { type: "Not A Type!" },
+      { name: "x".repeat(201) },
+      { colour: "red" },
+      { properties: { author: { nested: true } } },
+    ]) {
       const response = await me.patch(dune!, body);
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.error.code).toBe("bad_request");
     }
-    const notJson = await call(`/api/memories/${dune}`, { method: "PATCH", headers: { cookie: me.cookie, origin: ORIGIN, "content-type": "application/json" }, body: "{" });
+    const notJson = await call(`/api/memories/${dune}`, {
+      method: "PATCH",
+      headers: { cookie: me.cookie, origin: ORIGIN, "content-type": "application/json" },
+      body: "{",
+    });
     expect(notJson.status).toBe(400);
 
     const collision = await me.patch(dune!, { name: " emma " });

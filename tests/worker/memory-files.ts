@@ -15,8 +15,19 @@ import { call, testDatabase } from "./helpers";
 export async function seedMemory(person: Person, label: string) {
   const userId = person.id;
   await testDatabase().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "test", externalId: `${label}-message-1`, payload: { text: `${label} told me things` } });
-    const book = await captureEntity(tx, userId, { type: "book", name: `${label} Dune`, properties: { rating: 5 }, embedding: null, sourceId, happenedAt: new Date("2024-02-03T11:00:00Z") });
+    const sourceId = await recordSource(tx, userId, {
+      kind: "test",
+      externalId: `${label}-message-1`,
+      payload: { text: `${label} told me things` },
+    });
+    const book = await captureEntity(tx, userId, {
+      type: "book",
+      name: `${label} Dune`,
+      properties: { rating: 5 },
+      embedding: null,
+      sourceId,
+      happenedAt: new Date("2024-02-03T11:00:00Z"),
+    });
     const author = await captureEntity(tx, userId, { type: "person", name: `${label} Herbert`, embedding: null, sourceId });
     const place = await captureEntity(tx, userId, { type: "place", name: `${label} Lisbon`, embedding: null, sourceId: null });
     await archiveEntity(tx, place.entityId);
@@ -25,13 +36,24 @@ export async function seedMemory(person: Person, label: string) {
     await recordFact(tx, userId, { ...fact, statement: `${label} lives in Berlin` });
     await recordFact(tx, userId, { ...fact, statement: `${label} lives in Munich` });
     await createReminder(tx, userId, { text: `${label} call mum`, at: new Date(Date.now() + 86_400_000), sourceId });
-    await tx.insert(events).values({ userId, kind: "email", occurredAt: new Date("2024-05-01T10:00:00Z"), payload: { subject: `${label} hello` }, entityIds: [book.entityId], sourceId });
+    await tx.insert(events).values({
+      userId,
+      kind: "email",
+      occurredAt: new Date("2024-05-01T10:00:00Z"),
+      payload: { subject: `${label} hello` },
+      entityIds: [book.entityId],
+      sourceId,
+    });
   });
 }
 
 /** POST /api/import as the web app sends it (same origin, JSON); `headers` override, `query` e.g. "?dryRun=1". */
 export function importAs(cookie: string, body: string, headers: Record<string, string> = {}, query = ""): Promise<Response> {
-  return call(`/api/import${query}`, { method: "POST", headers: { cookie, origin: "https://soma.test", "content-type": "application/json", ...headers }, body });
+  return call(`/api/import${query}`, {
+    method: "POST",
+    headers: { cookie, origin: "https://soma.test", "content-type": "application/json", ...headers },
+    body,
+  });
 }
 
 /** How many sources, entities, facts, edges and events the person has. */

@@ -15,11 +15,21 @@ import { scriptedModel, type Step } from "./scripted-model";
 async function turn(person: Person, steps: Step[], timezone?: string) {
   const result = await generateText({
     model: scriptedModel([...steps, { text: "ok" }]),
-    tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: crypto.randomUUID(), payload: { text: "x" } }, ...(timezone ? { timezone } : {}) }),
+    tools: memoryTools({
+      db: testDatabase(),
+      userId: person.id,
+      embedder: localEmbedder,
+      source: { kind: "test", externalId: crypto.randomUUID(), payload: { text: "x" } },
+      ...(timezone ? { timezone } : {}),
+    }),
     stopWhen: isStepCount(steps.length + 1),
     prompt: "x",
   });
-  return result.steps.flatMap((step) => step.content.filter((p) => p.type === "tool-result" || p.type === "tool-error").map((p) => (p.type === "tool-result" ? p.output : { toolError: String(p.error) })));
+  return result.steps.flatMap((step) =>
+    step.content
+      .filter((p) => p.type === "tool-result" || p.type === "tool-error")
+      .map((p) => (p.type === "tool-result" ? p.output : { toolError: String(p.error) })),
+  );
 }
 
 const day = (offsetDays: number) => new Date(Date.now() + offsetDays * 86_400_000).toISOString().slice(0, 10);
@@ -55,7 +65,16 @@ describe("when a memory was told and when it happened", () => {
 
   it("without a type a time bound lists what is in the window; facts are bounded by when they were told", async () => {
     const person = await newPerson();
-    await testDatabase().withUser(person.id, (tx) => recordFact(tx, person.id, { statement: "Lives in Lisbon", subject: "home city", category: "location", confidence: 1, embedding: null, sourceId: null }));
+    await testDatabase().withUser(person.id, (tx) =>
+      recordFact(tx, person.id, {
+        statement: "Lives in Lisbon",
+        subject: "home city",
+        category: "location",
+        confidence: 1,
+        embedding: null,
+        sourceId: null,
+      }),
+    );
     await turn(person, [
       { tool: "memory_capture", input: { type: "place", name: "Porto", happenedAt: day(-3) } },
       { tool: "memory_capture", input: { type: "movie", name: "Stalker", happenedAt: day(-30) } },

@@ -61,7 +61,9 @@ describe("memory_capture", () => {
     const ids = new Set(results.map((r) => (r as { entityId: string }).entityId));
     expect(ids.size).toBe(1);
     expect(results.map((r) => (r as { created: boolean }).created)).toEqual([true, false, false]);
-    const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select name, properties from entities`))) as unknown as unknown[];
+    const rows = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select name, properties from entities`),
+    )) as unknown as unknown[];
     expect(rows).toEqual([{ name: "Dune", properties: { author: "Frank Herbert", rating: 5 } }]);
   });
 
@@ -88,7 +90,9 @@ describe("memory_capture", () => {
       stopWhen: isStepCount(3),
       prompt: "x",
     });
-    expect(result.steps[0]?.content.find((part) => part.type === "tool-error")).toMatchObject({ error: expect.stringMatching(/the name is too long/) });
+    expect(result.steps[0]?.content.find((part) => part.type === "tool-error")).toMatchObject({
+      error: expect.stringMatching(/the name is too long/),
+    });
     const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select name from entities`))) as unknown as unknown[];
     expect(rows).toEqual([{ name: "Dune" }]);
   });
@@ -102,7 +106,20 @@ describe("memory_capture", () => {
 describe("memory_recall", () => {
   it("lists every active book for a typed question, with no word in common", async () => {
     const person = await newPerson();
-    const books = ["Dune", "Solaris", "The Left Hand of Darkness", "Neuromancer", "Hyperion", "Foundation", "Ubik", "Kindred", "Blindsight", "Anathem", "Piranesi", "Accelerando"];
+    const books = [
+      "Dune",
+      "Solaris",
+      "The Left Hand of Darkness",
+      "Neuromancer",
+      "Hyperion",
+      "Foundation",
+      "Ubik",
+      "Kindred",
+      "Blindsight",
+      "Anathem",
+      "Piranesi",
+      "Accelerando",
+    ];
     await turn(person, [...books.map((b) => capture("book", b)), capture("movie", "Arrival"), capture("place", "Lisbon")]);
     const names = await recallNames(person, "which books did I read?", { type: "book", limit: 50 });
     expect(new Set(names)).toEqual(new Set(books));
@@ -110,7 +127,12 @@ describe("memory_recall", () => {
 
   it("finds 'Dune Messiah' and 'dune' from 'Dune', ranking the exact name first", async () => {
     const person = await newPerson();
-    await turn(person, [capture("book", "Dune Messiah"), capture("book", "Dune"), capture("book", "Children of Time"), capture("place", "Dunedin")]);
+    await turn(person, [
+      capture("book", "Dune Messiah"),
+      capture("book", "Dune"),
+      capture("book", "Children of Time"),
+      capture("place", "Dunedin"),
+    ]);
     const names = await recallNames(person, "Dune");
     expect(names[0]).toBe("Dune");
     expect(names).toContain("Dune Messiah");
@@ -184,7 +206,9 @@ describe("schedule_create and memory_relate", () => {
     ]);
     expect(related).toMatchObject({ edgeId: expect.any(String) });
     expect(scheduled).toMatchObject({ eventId: expect.any(String) });
-    const events = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select kind, status, payload ->> 'text' as text from events`))) as unknown as unknown[];
+    const events = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select kind, status, payload ->> 'text' as text from events`),
+    )) as unknown as unknown[];
     expect(events).toEqual([{ kind: "reminder", status: "scheduled", text: "Return Dune to the library" }]);
   });
 });

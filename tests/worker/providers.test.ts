@@ -25,7 +25,12 @@ describe("AI_PROVIDER=openai-compatible", () => {
     const person = await newPerson();
     const result = streamText({
       model: createChatModel(config(), env),
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: createEmbedder(config(), env), source: { kind: "test", externalId: "oa-1" } }),
+      tools: memoryTools({
+        db: testDatabase(),
+        userId: person.id,
+        embedder: createEmbedder(config(), env),
+        source: { kind: "test", externalId: "oa-1" },
+      }),
       stopWhen: isStepCount(3),
       prompt: "I just finished reading Hyperion",
     });
@@ -38,7 +43,10 @@ describe("AI_PROVIDER=openai-compatible", () => {
     )) as unknown as unknown[];
     expect(rows).toEqual([{ name: "Hyperion", dims: 1024 }]);
 
-    const requests = (await (await fetch(`${env.STAND_IN_URL}/__requests`)).json()) as Array<{ stream: boolean; tools?: Array<{ function: { name: string } }> }>;
+    const requests = (await (await fetch(`${env.STAND_IN_URL}/__requests`)).json()) as Array<{
+      stream: boolean;
+      tools?: Array<{ function: { name: string } }>;
+    }>;
     const last = requests.at(-1);
     expect(last?.stream).toBe(true);
     expect(last?.tools?.map((t) => t.function.name)).toEqual(

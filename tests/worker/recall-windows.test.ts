@@ -41,7 +41,9 @@ describe("recall in a time window", () => {
   it("finds a memory by meaning in a small window through the sketch, with its real distance", async () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["book: Solaris"]);
-    await testDatabase().withUser(person.id, (tx) => captureEntity(tx, person.id, { type: "book", name: "Solaris", embedding: embedding!, sourceId: null }));
+    await testDatabase().withUser(person.id, (tx) =>
+      captureEntity(tx, person.id, { type: "book", name: "Solaris", embedding: embedding!, sourceId: null }),
+    );
     await fillWindow(person, 200, 3, true);
     const found = await recall(person, "solaris", { since: new Date(Date.now() - 7 * DAY_MS) });
     expect(entity(found, "Solaris")?.matchedBy).toEqual(expect.arrayContaining(["vector", "time"]));
@@ -51,7 +53,13 @@ describe("recall in a time window", () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["place: Lighthouse at Cabo da Roca"]);
     await testDatabase().withUser(person.id, async (tx) => {
-      await captureEntity(tx, person.id, { type: "place", name: "Lighthouse at Cabo da Roca", embedding: embedding!, sourceId: null, happenedAt: new Date(Date.now() - 6 * DAY_MS) });
+      await captureEntity(tx, person.id, {
+        type: "place",
+        name: "Lighthouse at Cabo da Roca",
+        embedding: embedding!,
+        sourceId: null,
+        happenedAt: new Date(Date.now() - 6 * DAY_MS),
+      });
     });
     // Newer than the lighthouse: the window's newest WINDOW_ROWS rows are all fillers.
     await fillWindow(person, WINDOW_ROWS + 100, 5, false);
@@ -71,7 +79,14 @@ describe("recall of facts among many", () => {
     const vectors = await localEmbedder.embed(statements);
     await testDatabase().withUser(person.id, async (tx) => {
       for (const [i, statement] of statements.entries()) {
-        await recordFact(tx, person.id, { statement, subject: statement === "Is vegetarian" ? "diet" : `stamps ${i}`, category: "preference", confidence: 0.8, embedding: vectors[i]!, sourceId: null });
+        await recordFact(tx, person.id, {
+          statement,
+          subject: statement === "Is vegetarian" ? "diet" : `stamps ${i}`,
+          category: "preference",
+          confidence: 0.8,
+          embedding: vectors[i]!,
+          sourceId: null,
+        });
       }
     });
     const [byMeaning] = await recall(person, "vegetarian");

@@ -28,7 +28,15 @@ async function statuses(userId: string): Promise<Record<string, string>> {
 
 /** How /reminders shows `at` in Berlin ("Tue 24 Nov, 09:00"). */
 function berlin(at: Date): string {
-  return at.toLocaleString("en-GB", { timeZone: "Europe/Berlin", weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+  return at.toLocaleString("en-GB", {
+    timeZone: "Europe/Berlin",
+    weekday: "short",
+    day: "numeric",
+    month: "short",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  });
 }
 
 describe("/reminders and /cancel in Telegram", () => {
@@ -43,15 +51,32 @@ describe("/reminders and /cancel in Telegram", () => {
     const sent = await remind(userId, "Already sent", new Date(Date.now() + 3 * HOUR));
     await setStatus(userId, sent, "delivered");
 
-    const [list, cancelled, again, wrong, usage, listAfter] = await converse(chatId, ["/reminders", "/cancel 2", "/cancel 2", "/cancel 3", "/cancel two", "/reminders"], 2);
+    const [list, cancelled, again, wrong, usage, listAfter] = await converse(
+      chatId,
+      ["/reminders", "/cancel 2", "/cancel 2", "/cancel 3", "/cancel two", "/reminders"],
+      2,
+    );
     expect(list).toBe(
-      [`Your upcoming reminders (Europe/Berlin time):`, `1. ${berlin(mum)} — Call mum`, `2. ${berlin(dentist)} — Dentist`, "", "Cancel one with /cancel <number>, e.g. /cancel 1"].join("\n"),
+      [
+        `Your upcoming reminders (Europe/Berlin time):`,
+        `1. ${berlin(mum)} — Call mum`,
+        `2. ${berlin(dentist)} — Dentist`,
+        "",
+        "Cancel one with /cancel <number>, e.g. /cancel 1",
+      ].join("\n"),
     );
     expect(cancelled).toBe(`Cancelled reminder 2: "Dentist" at ${berlin(dentist)}. I won't send it.`);
     expect(again).toBe(`Reminder 2 ("Dentist" at ${berlin(dentist)}) was already cancelled.`);
     expect(wrong).toBe("There is no reminder 3 in the list I showed you last (it had 1 to 2). Send /reminders to see your reminders now.");
     expect(usage).toBe("Tell me which reminder to cancel by its number in /reminders, e.g. /cancel 2");
-    expect(listAfter).toBe([`Your upcoming reminders (Europe/Berlin time):`, `1. ${berlin(mum)} — Call mum`, "", "Cancel one with /cancel <number>, e.g. /cancel 1"].join("\n"));
+    expect(listAfter).toBe(
+      [
+        `Your upcoming reminders (Europe/Berlin time):`,
+        `1. ${berlin(mum)} — Call mum`,
+        "",
+        "Cancel one with /cancel <number>, e.g. /cancel 1",
+      ].join("\n"),
+    );
     expect(await statuses(userId)).toEqual({ Dentist: "cancelled", "Call mum": "scheduled", "Already sent": "delivered" });
   });
 
@@ -77,7 +102,9 @@ describe("/reminders and /cancel in Telegram", () => {
     const replies = await converse(chatId, ["/start", "/cancel 1", "/reminders", "/cancel 1"]);
     expect(replies[1]).toBe("Send /reminders first: it numbers your upcoming reminders, then /cancel <number> cancels one.");
     expect(replies[2]).toBe('You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".');
-    expect(replies[3]).toBe("There is no reminder 1 in the list I showed you last (it was empty). Send /reminders to see your reminders now.");
+    expect(replies[3]).toBe(
+      "There is no reminder 1 in the list I showed you last (it was empty). Send /reminders to see your reminders now.",
+    );
 
     const userId = await personOfChat(chatId);
     const id = await remind(userId, "Stretch", new Date(Date.now() + HOUR));
@@ -105,7 +132,10 @@ describe("/api/reminders", () => {
     expect((await call("/api/reminders")).status).toBe(401);
     const response = await call("/api/reminders", { headers: { cookie } });
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { upcoming: Array<{ id: string; text: string; status: string; at: string }>; past: Array<{ id: string; text: string; status: string }> };
+    const body = (await response.json()) as {
+      upcoming: Array<{ id: string; text: string; status: string; at: string }>;
+      past: Array<{ id: string; text: string; status: string }>;
+    };
     expect(body.upcoming.map((r) => [r.id, r.text, r.status])).toEqual([
       [soon, "Soon", "scheduled"],
       [later, "Later", "scheduled"],
@@ -121,7 +151,8 @@ describe("/api/reminders", () => {
     const person = await newPerson();
     const other = await newPerson();
     const cookie = await sessionCookie(person);
-    const del = (id: string, headers: Record<string, string> = SAME_ORIGIN) => call(`/api/reminders/${id}`, { method: "DELETE", headers: { cookie, ...headers } });
+    const del = (id: string, headers: Record<string, string> = SAME_ORIGIN) =>
+      call(`/api/reminders/${id}`, { method: "DELETE", headers: { cookie, ...headers } });
     const mine = await remind(person.id, "Water plants", new Date(Date.now() + HOUR));
     const theirs = await remind(other.id, "Their appointment", new Date(Date.now() + HOUR));
     const sent = await remind(person.id, "Sent one", new Date(Date.now() - HOUR));

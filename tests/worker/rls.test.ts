@@ -27,13 +27,25 @@ async function seed(person: Person): Promise<Seeded> {
       if (!id) throw new Error("seed insert returned no id");
       return id;
     };
-    const source = await one(sql`insert into sources (user_id, kind, external_id) values (${person.id}, 'test', ${crypto.randomUUID()}) returning id`);
-    const book = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'book', 'Dune', 'dune', ${source}) returning id`);
-    const author = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'person', 'Frank Herbert', 'frank herbert', ${source}) returning id`);
-    const edge = await one(sql`insert into edges (user_id, from_id, to_id, type) values (${person.id}, ${book}, ${author}, 'written_by') returning id`);
-    const event = await one(sql`insert into events (user_id, kind, occurred_at, entity_ids) values (${person.id}, 'reminder', now(), array[${book}]::uuid[]) returning id`);
+    const source = await one(
+      sql`insert into sources (user_id, kind, external_id) values (${person.id}, 'test', ${crypto.randomUUID()}) returning id`,
+    );
+    const book = await one(
+      sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'book', 'Dune', 'dune', ${source}) returning id`,
+    );
+    const author = await one(
+      sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'person', 'Frank Herbert', 'frank herbert', ${source}) returning id`,
+    );
+    const edge = await one(
+      sql`insert into edges (user_id, from_id, to_id, type) values (${person.id}, ${book}, ${author}, 'written_by') returning id`,
+    );
+    const event = await one(
+      sql`insert into events (user_id, kind, occurred_at, entity_ids) values (${person.id}, 'reminder', now(), array[${book}]::uuid[]) returning id`,
+    );
     const fact = await one(sql`insert into facts (user_id, statement) values (${person.id}, 'Likes science fiction') returning id`);
-    const connection = await one(sql`insert into oauth_connections (user_id, provider, account_email) values (${person.id}, 'google', ${`${person.id}@example.com`}) returning id`);
+    const connection = await one(
+      sql`insert into oauth_connections (user_id, provider, account_email) values (${person.id}, 'google', ${`${person.id}@example.com`}) returning id`,
+    );
     return {
       person,
       rows: { users: person.id, sources: source, entities: book, edges: edge, events: event, facts: fact, oauth_connections: connection },
@@ -117,7 +129,9 @@ describe("row-level security through Database.withUser", () => {
       });
 
       it("cannot delete another person's rows", async () => {
-        const { result } = await attempt(alice.person, (tx) => tx.execute(sql`delete from ${sql.identifier(table)} where id = ${bob.rows[table]}`));
+        const { result } = await attempt(alice.person, (tx) =>
+          tx.execute(sql`delete from ${sql.identifier(table)} where id = ${bob.rows[table]}`),
+        );
         expect((result as { count?: number } | null)?.count ?? 0).toBe(0);
         const rows = await owner.unsafe(`select 1 from public.${table} where id = $1`, [bob.rows[table]]);
         expect(rows).toHaveLength(1);
@@ -129,7 +143,10 @@ describe("row-level security through Database.withUser", () => {
     const cases: Array<[string, (b: Seeded) => ReturnType<typeof sql>]> = [
       ["a source", (b) => sql`insert into sources (user_id, kind, external_id) values (${b.person.id}, 'test', 'x')`],
       ["an entity", (b) => sql`insert into entities (user_id, type, name, normalized_name) values (${b.person.id}, 'book', 'X', 'x')`],
-      ["an edge", (b) => sql`insert into edges (user_id, from_id, to_id, type) values (${b.person.id}, ${b.entities[0]}, ${b.entities[1]}, 'x')`],
+      [
+        "an edge",
+        (b) => sql`insert into edges (user_id, from_id, to_id, type) values (${b.person.id}, ${b.entities[0]}, ${b.entities[1]}, 'x')`,
+      ],
       ["an event", (b) => sql`insert into events (user_id, kind, occurred_at) values (${b.person.id}, 'x', now())`],
       ["a fact", (b) => sql`insert into facts (user_id, statement) values (${b.person.id}, 'x')`],
       ["an oauth connection", (b) => sql`insert into oauth_connections (user_id, provider) values (${b.person.id}, 'other')`],
@@ -143,14 +160,18 @@ describe("row-level security through Database.withUser", () => {
 
     it("refuses an own edge pointing at another person's entity", async () => {
       const { error } = await attempt(alice.person, (tx) =>
-        tx.execute(sql`insert into edges (user_id, from_id, to_id, type) values (${alice.person.id}, ${alice.entities[0]}, ${bob.entities[0]}, 'x')`),
+        tx.execute(
+          sql`insert into edges (user_id, from_id, to_id, type) values (${alice.person.id}, ${alice.entities[0]}, ${bob.entities[0]}, 'x')`,
+        ),
       );
       expect(error).toMatch(/row-level security/);
     });
 
     it("refuses an own entity citing another person's source", async () => {
       const { error } = await attempt(alice.person, (tx) =>
-        tx.execute(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${alice.person.id}, 'book', 'Y', 'y', ${bob.rows.sources})`),
+        tx.execute(
+          sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${alice.person.id}, 'book', 'Y', 'y', ${bob.rows.sources})`,
+        ),
       );
       expect(error).toMatch(/row-level security/);
     });
@@ -171,7 +192,9 @@ describe("row-level security through Database.withUser", () => {
     expect(await refusal(testDatabase().withAuth((tx) => tx.execute(sql`select * from entities`)))).toMatch(/permission denied/);
     expect(await refusal(testDatabase().withSystem((tx) => tx.execute(sql`select display_name from users`)))).toMatch(/permission denied/);
     expect(await refusal(testDatabase().withSystem((tx) => tx.execute(sql`select * from entities`)))).toMatch(/permission denied/);
-    const people = (await testDatabase().withSystem((tx) => tx.execute(sql`select id from users where id in (${alice.person.id}, ${bob.person.id})`))) as unknown as unknown[];
+    const people = (await testDatabase().withSystem((tx) =>
+      tx.execute(sql`select id from users where id in (${alice.person.id}, ${bob.person.id})`),
+    )) as unknown as unknown[];
     expect(people).toHaveLength(2);
   });
 });
@@ -190,10 +213,12 @@ describe("finding 6: the Worker's own connection (HYPERDRIVE) is a login role wi
   });
 
   it("a statement that resets the role sees nothing at all", async () => {
-    const error = await refusal(testDatabase().withUser(alice.person.id, async (tx) => {
-      await tx.execute(sql`reset role`);
-      return tx.execute(sql`select name from entities where id = ${bob.entities[0]}`);
-    }));
+    const error = await refusal(
+      testDatabase().withUser(alice.person.id, async (tx) => {
+        await tx.execute(sql`reset role`);
+        return tx.execute(sql`select name from entities where id = ${bob.entities[0]}`);
+      }),
+    );
     expect(error).toMatch(/permission denied for table entities/);
   });
 
@@ -203,7 +228,9 @@ describe("finding 6: the Worker's own connection (HYPERDRIVE) is a login role wi
       const error = await refusal(testDatabase().withUser(alice.person.id, (tx) => tx.execute(sql.raw(`set role "${target}"`))));
       expect(error).toMatch(/permission denied to set role/);
     }
-    const visible = await testDatabase().withUser(alice.person.id, (tx) => tx.execute(sql`select id from entities where user_id = ${bob.person.id}`));
+    const visible = await testDatabase().withUser(alice.person.id, (tx) =>
+      tx.execute(sql`select id from entities where user_id = ${bob.person.id}`),
+    );
     expect(visible).toHaveLength(0);
   });
 });
@@ -215,7 +242,8 @@ describe("the database's own guarantees", () => {
       from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = 'public' and c.relkind in ('r', 'p') order by 1`;
     expect(rows.map((r) => r.name)).toEqual([...USER_TABLES].sort());
-    for (const row of rows) expect({ name: row.name, enabled: row.enabled, forced: row.forced }).toEqual({ name: row.name, enabled: true, forced: true });
+    for (const row of rows)
+      expect({ name: row.name, enabled: row.enabled, forced: row.forced }).toEqual({ name: row.name, enabled: true, forced: true });
   });
 
   it("soma_app is no owner, no superuser and cannot bypass RLS", async () => {

@@ -16,11 +16,17 @@ function cookieOf(response: Response): string {
 }
 
 function sessionOf(response: Response): string | undefined {
-  return response.headers.getSetCookie().find((c) => c.startsWith("soma_session="))?.split(";")[0];
+  return response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("soma_session="))
+    ?.split(";")[0];
 }
 
 async function signedWidgetQuery(fields: Record<string, string>, token = env.TELEGRAM_BOT_TOKEN): Promise<string> {
-  const dataCheckString = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join("\n");
+  const dataCheckString = Object.keys(fields)
+    .sort()
+    .map((k) => `${k}=${fields[k]}`)
+    .join("\n");
   const secret = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token));
   const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(dataCheckString)));
@@ -32,7 +38,10 @@ const telegramId = () => String(800_000_000 + Math.floor(Math.random() * 1e6));
 
 /** The widget's redirect as the browser that loaded /login makes it (the nonce is in the auth URL). */
 async function widgetRedirect(query: string, browser: { nonce: string; cookie: string }, headers: Record<string, string> = {}) {
-  return call(`/auth/telegram?nonce=${browser.nonce}&${query}`, { headers: { cookie: browser.cookie, "sec-fetch-site": "same-origin", ...headers }, redirect: "manual" });
+  return call(`/auth/telegram?nonce=${browser.nonce}&${query}`, {
+    headers: { cookie: browser.cookie, "sec-fetch-site": "same-origin", ...headers },
+    redirect: "manual",
+  });
 }
 
 describe("POST /auth/dev", () => {
@@ -58,7 +67,9 @@ describe("POST /auth/dev", () => {
     expect(await chatAs(cookieOf(response), "I read Dune")).toBe("Noted: Dune (book). I'll remember it.");
 
     const again = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
-    expect(((await again.json()) as { person: { id: string } }).person.id).toBe(((await response.clone().json()) as { person: { id: string } }).person.id);
+    expect(((await again.json()) as { person: { id: string } }).person.id).toBe(
+      ((await response.clone().json()) as { person: { id: string } }).person.id,
+    );
     expect(cookieOf(again)).not.toBe(cookieOf(response));
   });
 });
@@ -70,7 +81,12 @@ describe("POST /logout", () => {
     const logout = await call("/logout", { method: "POST", headers: { cookie, origin: "https://soma.test" }, redirect: "manual" });
     expect(logout.status).toBe(303);
     expect(logout.headers.get("location")).toBe("/login");
-    const chat = await call("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json" }, body: '{"message":"hi"}', redirect: "manual" });
+    const chat = await call("/api/chat", {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json" },
+      body: '{"message":"hi"}',
+      redirect: "manual",
+    });
     expect(chat.status).toBe(307);
   });
 });
@@ -114,7 +130,10 @@ describe("GET /auth/telegram (the Login Widget)", () => {
     const nonceCookie = login.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_login="))!;
     for (const attribute of [/HttpOnly/, /Secure/, /SameSite=Lax/, /Path=\//, /Max-Age=600/]) expect(nonceCookie).toMatch(attribute);
 
-    const response = await widgetRedirect(await signedWidgetQuery({ id: telegramId(), first_name: "Grace", username: "grace", auth_date: now() }), await signInPage());
+    const response = await widgetRedirect(
+      await signedWidgetQuery({ id: telegramId(), first_name: "Grace", username: "grace", auth_date: now() }),
+      await signInPage(),
+    );
     expect(response.status).toBe(303);
     expect(response.headers.get("location")).toBe("/app");
     expect(await chatAs(sessionOf(response)!, "I read Kindred")).toBe("Noted: Kindred (book). I'll remember it.");
@@ -180,7 +199,12 @@ describe("finding 5: login CSRF through the Telegram widget and the one-time lin
         body: new URLSearchParams(nonce ? { nonce } : {}),
         redirect: "manual",
       });
-    for (const response of [await post({}), await post({ cookie: victim.cookie }), await post({ cookie: victim.cookie }, attacker.nonce), await post({}, attacker.nonce)]) {
+    for (const response of [
+      await post({}),
+      await post({ cookie: victim.cookie }),
+      await post({ cookie: victim.cookie }, attacker.nonce),
+      await post({}, attacker.nonce),
+    ]) {
       expect(response.status).toBe(403);
       expect(sessionOf(response)).toBeUndefined();
     }

@@ -52,7 +52,10 @@ describe("TelegramSender retries within the send deadline", () => {
   it("does not wait out a retry_after that ends past the deadline: the 429 is thrown at once", async () => {
     const chatId = newChatId();
     const waits: number[] = [];
-    const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sendDeadlineMs: 5_000, sleep: async (ms) => void waits.push(ms) });
+    const sender = new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, {
+      sendDeadlineMs: 5_000,
+      sleep: async (ms) => void waits.push(ms),
+    });
     await failBotApi({ method: "sendMessage", chatId, times: 1, errorCode: 429, retryAfter: 20 });
     const error = await sender.sendText(chatId, "too late").catch((e: unknown) => e);
     expect(error).toBeInstanceOf(GrammyError);

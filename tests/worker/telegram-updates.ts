@@ -14,7 +14,13 @@ async function sendText(chatId: number, text: string, firstName = "Ada"): Promis
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
     body: JSON.stringify({
       update_id: updateId,
-      message: { message_id: updateId % 100000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: firstName }, text },
+      message: {
+        message_id: updateId % 100000,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: firstName },
+        text,
+      },
     }),
   });
   if (response.status !== 200) throw new Error(`webhook answered ${response.status}`);
@@ -28,7 +34,9 @@ export async function converse(chatId: number, texts: string[], before = 0): Pro
 
 /** The person the Telegram sender `chatId` is. */
 export async function personOfChat(chatId: number): Promise<string> {
-  const rows = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
+  const rows = (await testDatabase().withAuth((tx) =>
+    tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
+  )) as unknown as Array<{ id: string }>;
   if (!rows[0]) throw new Error(`nobody has Telegram id ${chatId}`);
   return rows[0].id;
 }

@@ -21,13 +21,21 @@ function post(body: unknown, secret: string | null = env.TELEGRAM_WEBHOOK_SECRET
 function textUpdate(chatId: number, text: string, updateId = ++nextUpdate) {
   return {
     update_id: updateId,
-    message: { message_id: updateId % 100000, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Ada" }, text },
+    message: {
+      message_id: updateId % 100000,
+      date: Math.floor(Date.now() / 1000),
+      chat: { id: chatId, type: "private" },
+      from: { id: chatId, is_bot: false, first_name: "Ada" },
+      text,
+    },
   };
 }
 
 async function personOf(chatId: number): Promise<string> {
   const db = testDatabase();
-  const rows = (await db.withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
+  const rows = (await db.withAuth((tx) =>
+    tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
+  )) as unknown as Array<{ id: string }>;
   return rows[0]!.id;
 }
 
@@ -71,7 +79,9 @@ describe("POST /api/messenger/webhook: conversations", () => {
     const replies = await waitForReplies(chatId, 3);
     expect(replies).toEqual([WELCOME, "Noted: Dune (book). I'll remember it.", "Your books: Dune."]);
 
-    const rows = (await testDatabase().withUser(await personOf(chatId), (tx) => tx.execute(sql`select type, name from entities`))) as unknown as unknown[];
+    const rows = (await testDatabase().withUser(await personOf(chatId), (tx) =>
+      tx.execute(sql`select type, name from entities`),
+    )) as unknown as unknown[];
     expect(rows).toEqual([{ type: "book", name: "Dune" }]);
   });
 
@@ -144,12 +154,22 @@ describe("one person, two doors", () => {
 
     const signIn = await openLoginLink(link.pathname.split("/").at(-1)!);
     expect(signIn.status).toBe(303);
-    const cookie = signIn.headers.getSetCookie().find((c) => c.startsWith("soma_session="))!.split(";")[0]!;
+    const cookie = signIn.headers
+      .getSetCookie()
+      .find((c) => c.startsWith("soma_session="))!
+      .split(";")[0]!;
 
     const transcript = await call("/api/agent/get-messages", { headers: { cookie } });
     expect(transcript.status).toBe(200);
     const messages = (await transcript.json()) as Array<{ role: string; parts: Array<{ type: string; text?: string }> }>;
-    expect(messages.map((m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join(""))).toEqual([
+    expect(
+      messages.map((m) =>
+        m.parts
+          .filter((p) => p.type === "text")
+          .map((p) => p.text)
+          .join(""),
+      ),
+    ).toEqual([
       "I just finished reading Anathem",
       // The welcome went to Telegram only; the conversation holds the model's answer.
       "Noted: Anathem (book). I'll remember it.",

@@ -7,7 +7,19 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { logJson } from "../../platform/log";
 import { createLoginToken } from "../../db/repositories/auth";
-import { call, callWithEnv, chatAs, eventually, newChatId, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase, waitForReplies } from "./helpers";
+import {
+  call,
+  callWithEnv,
+  chatAs,
+  eventually,
+  newChatId,
+  newPerson,
+  openLoginLink,
+  sessionCookie,
+  signInPage,
+  testDatabase,
+  waitForReplies,
+} from "./helpers";
 
 interface Received {
   sink: "posthog" | "axiom" | "sentry";
@@ -39,14 +51,26 @@ async function productEvents(userId: string, count: number): Promise<PostHogEven
 }
 
 async function logLines(match: (line: Record<string, unknown>) => boolean): Promise<Array<Record<string, unknown>>> {
-  return eventually(async () => (await received("axiom")).flatMap((r) => JSON.parse(r.body) as Array<Record<string, unknown>>).filter(match), (lines) => lines.length > 0);
+  return eventually(
+    async () => (await received("axiom")).flatMap((r) => JSON.parse(r.body) as Array<Record<string, unknown>>).filter(match),
+    (lines) => lines.length > 0,
+  );
 }
 
 function webhookUpdate(chatId: number, updateId: number, text: string) {
   return call("/api/messenger/webhook", {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
-    body: JSON.stringify({ update_id: updateId, message: { message_id: updateId, date: 0, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Tess" }, text } }),
+    body: JSON.stringify({
+      update_id: updateId,
+      message: {
+        message_id: updateId,
+        date: 0,
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "Tess" },
+        text,
+      },
+    }),
   });
 }
 
@@ -56,7 +80,9 @@ describe("PostHog (product events)", () => {
     const update = Math.floor(Math.random() * 1e9);
     await webhookUpdate(chatId, update, "I just finished reading Piranesi");
     await waitForReplies(chatId, 1);
-    const [row] = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
+    const [row] = (await testDatabase().withAuth((tx) =>
+      tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
+    )) as unknown as Array<{ id: string }>;
     const telegram = await productEvents(row!.id, 3);
     expect(telegram.map((e) => [e.event, e.properties.channel ?? e.properties.type]).sort()).toEqual([
       ["memory_captured", "book"],
@@ -127,10 +153,20 @@ describe("Sentry (errors)", () => {
     );
     expect(response.status).toBe(500);
     const requestId = response.headers.get("x-request-id");
-    const [envelope] = await eventually(async () => (await received("sentry")).slice(before), (r) => r.length > 0);
+    const [envelope] = await eventually(
+      async () => (await received("sentry")).slice(before),
+      (r) => r.length > 0,
+    );
     expect(envelope!.path).toBe("/api/42/envelope/");
-    const items = envelope!.body.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
-    const event = items.find((i) => "exception" in i) as { tags: Record<string, string>; request: { url: string; headers: Record<string, string>; cookies?: unknown; query_string?: unknown }; release?: string };
+    const items = envelope!.body
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+    const event = items.find((i) => "exception" in i) as {
+      tags: Record<string, string>;
+      request: { url: string; headers: Record<string, string>; cookies?: unknown; query_string?: unknown };
+      release?: string;
+    };
     expect(event.tags.requestId).toBe(requestId);
     expect(event.tags.route).toMatch(/^\/api\/memories/);
     expect(event.request.url).toBe("https://soma.test/api/memories");
@@ -157,7 +193,11 @@ describe("no secret ever leaves for a sink", () => {
     const chatId = newChatId();
     await webhookUpdate(chatId, Math.floor(Math.random() * 1e9), "remember that my locker code is 4471");
     await waitForReplies(chatId, 1);
-    await call(`/api/webhooks/mail?token=${env.MAIL_PUSH_TOKEN}`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    await call(`/api/webhooks/mail?token=${env.MAIL_PUSH_TOKEN}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     await callWithEnv({ HYPERDRIVE: { connectionString: "postgres://soma:pw@127.0.0.1:9/soma" } }, "/api/health");
     await new Promise((resolve) => setTimeout(resolve, 300));
 
@@ -193,30 +233,50 @@ describe("finding 9f: token-bearing paths and queries are redacted before any si
     const before = (await received("sentry")).length;
     // The link spent while Postgres is down: a real fault (500), reported to Sentry with its URL.
     const page = await signInPage(`/auth/link/${token}`);
-    const failed = await callWithEnv({ HYPERDRIVE: { connectionString: "postgres://soma:pw@127.0.0.1:9/soma" } }, `/auth/link/${token}?state=${token}`, {
-      method: "POST",
-      headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", cookie: page.cookie },
-      body: new URLSearchParams({ nonce: page.nonce }),
-    });
+    const failed = await callWithEnv(
+      { HYPERDRIVE: { connectionString: "postgres://soma:pw@127.0.0.1:9/soma" } },
+      `/auth/link/${token}?state=${token}`,
+      {
+        method: "POST",
+        headers: { origin: "https://soma.test", "content-type": "application/x-www-form-urlencoded", cookie: page.cookie },
+        body: new URLSearchParams({ nonce: page.nonce }),
+      },
+    );
     expect(failed.status).toBe(500);
-    const [envelope] = await eventually(async () => (await received("sentry")).slice(before), (r) => r.length > 0);
-    const event = envelope!.body.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((i) => "exception" in i) as { request: { url: string } };
+    const [envelope] = await eventually(
+      async () => (await received("sentry")).slice(before),
+      (r) => r.length > 0,
+    );
+    const event = envelope!.body
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((i) => "exception" in i) as { request: { url: string } };
     expect(event.request.url).toBe("https://soma.test/auth/link/[redacted]");
 
     // Pasted into a chat: the trace (Langfuse) and the product and log sinks see no token either.
     const cookie = await sessionCookie(person);
     await chatAs(cookie, `I read Dune, see https://soma.test/auth/link/${token} and /api/webhooks/mail?token=${token}&x=1`);
     const traced = await eventually(
-      async () => ((await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).json()) as Array<{ body: { userId?: string; input?: unknown } }>).filter((e) => e.body.userId === person.id),
+      async () =>
+        ((await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).json()) as Array<{ body: { userId?: string; input?: unknown } }>).filter(
+          (e) => e.body.userId === person.id,
+        ),
       (events) => events.length > 0,
     );
-    expect(traced[0]!.body.input).toBe("I read Dune, see https://soma.test/auth/link/[redacted] and /api/webhooks/mail?token=[redacted]&x=1");
+    expect(traced[0]!.body.input).toBe(
+      "I read Dune, see https://soma.test/auth/link/[redacted] and /api/webhooks/mail?token=[redacted]&x=1",
+    );
 
     // The Worker's own log lines (Workers Logs) go through the same redaction.
     const lines: string[] = [];
     const spy = vi.spyOn(console, "log").mockImplementation((line: unknown) => void lines.push(String(line)));
     try {
-      logJson("info", { url: `https://soma.test/auth/link/${token}`, callback: `/auth/google/callback?code=${token}&state=${token}`, route: "/auth/link/:token" });
+      logJson("info", {
+        url: `https://soma.test/auth/link/${token}`,
+        callback: `/auth/google/callback?code=${token}&state=${token}`,
+        route: "/auth/link/:token",
+      });
     } finally {
       spy.mockRestore();
     }
@@ -228,7 +288,9 @@ describe("finding 9f: token-bearing paths and queries are redacted before any si
     });
 
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const everything = [...(await received("posthog")), ...(await received("axiom")), ...(await received("sentry"))].map((r) => r.body).join("\n");
+    const everything = [...(await received("posthog")), ...(await received("axiom")), ...(await received("sentry"))]
+      .map((r) => r.body)
+      .join("\n");
     const langfuse = await (await fetch(`${env.STAND_IN_URL}/__langfuse`)).text();
     expect(everything).not.toContain(token);
     expect(langfuse).not.toContain(token);

@@ -21,8 +21,12 @@ const SAME_ORIGIN = { origin: "https://soma.test" };
 
 /** The timezone in both rows: auth.users (of record) and public.users (the mirror the workflows read). */
 async function storedZones(userId: string): Promise<{ auth: string; mirror: string }> {
-  const [auth] = (await testDatabase().withAuth((tx) => tx.execute(sql`select timezone from auth.users where id = ${userId}`))) as unknown as Array<{ timezone: string }>;
-  const [mirror] = (await testDatabase().withUser(userId, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{ timezone: string }>;
+  const [auth] = (await testDatabase().withAuth((tx) =>
+    tx.execute(sql`select timezone from auth.users where id = ${userId}`),
+  )) as unknown as Array<{ timezone: string }>;
+  const [mirror] = (await testDatabase().withUser(userId, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{
+    timezone: string;
+  }>;
   return { auth: auth!.timezone, mirror: mirror!.timezone };
 }
 
@@ -45,7 +49,8 @@ describe("zone names and cities", () => {
       ["utc", "UTC"],
     ];
     for (const [input, zone] of cases) expect(resolveTimeZone(input), input).toBe(zone);
-    for (const input of ["Atlantis", "Mars/Olympus_Mons", "+02:00", "GMT+2", "", "x".repeat(100)]) expect(resolveTimeZone(input), input).toBeNull();
+    for (const input of ["Atlantis", "Mars/Olympus_Mons", "+02:00", "GMT+2", "", "x".repeat(100)])
+      expect(resolveTimeZone(input), input).toBeNull();
   });
 
   it("reads a local time as the person's clock, also where the clocks change", () => {
@@ -64,9 +69,13 @@ describe("/timezone in Telegram", () => {
   it("shows the zone with how to set it, sets it from a city, and refuses an unknown one", async () => {
     const chatId = newChatId();
     const replies = await converse(chatId, ["/start", "/timezone", "/timezone são paulo", "/timezone Atlantis", "/timezone"]);
-    expect(replies[1]).toMatch(/^Your timezone is UTC; it's \w{3} \d{1,2} \w{3}, \d{2}:\d{2} there\.\nSet it with \/timezone <city or zone>/);
+    expect(replies[1]).toMatch(
+      /^Your timezone is UTC; it's \w{3} \d{1,2} \w{3}, \d{2}:\d{2} there\.\nSet it with \/timezone <city or zone>/,
+    );
     expect(replies[2]).toMatch(/^Your timezone is now America\/Sao_Paulo; it's \w{3} \d{1,2} \w{3}, \d{2}:\d{2} there\./);
-    expect(replies[3]).toBe('I don\'t know the timezone "Atlantis". Try a city such as Berlin, New York or São Paulo, or a zone name such as Europe/Lisbon.');
+    expect(replies[3]).toBe(
+      'I don\'t know the timezone "Atlantis". Try a city such as Berlin, New York or São Paulo, or a zone name such as Europe/Lisbon.',
+    );
     expect(replies[4]).toMatch(/^Your timezone is America\/Sao_Paulo; /);
     // The local time shown is São Paulo's (UTC−3, no summer time).
     const shown = /, (\d{2}):(\d{2}) there/.exec(replies[4]!)!;
@@ -85,7 +94,11 @@ describe("PUT /api/me/timezone", () => {
     const me = async () => (await (await call("/api/me", { headers: { cookie } })).json()) as { timezone: string };
     expect((await me()).timezone).toBe("UTC");
 
-    const response = await call("/api/me/timezone", { method: "PUT", headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json" }, body: JSON.stringify({ timezone: "Asia/Tokyo" }) });
+    const response = await call("/api/me/timezone", {
+      method: "PUT",
+      headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json" },
+      body: JSON.stringify({ timezone: "Asia/Tokyo" }),
+    });
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ timezone: "Asia/Tokyo" });
     expect((await me()).timezone).toBe("Asia/Tokyo");
@@ -99,7 +112,11 @@ describe("PUT /api/me/timezone", () => {
     const cookie = await sessionCookie(person);
     await setTimezone(testDatabase(), person.id, "Europe/Berlin");
     const put = (body: string, headers: Record<string, string> = {}) =>
-      call("/api/me/timezone", { method: "PUT", headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json", ...headers }, body });
+      call("/api/me/timezone", {
+        method: "PUT",
+        headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json", ...headers },
+        body,
+      });
 
     const unknown = await put(JSON.stringify({ timezone: "Mars/Olympus_Mons" }));
     expect(unknown.status).toBe(400);
@@ -110,7 +127,15 @@ describe("PUT /api/me/timezone", () => {
     expect((await put("{not json")).status).toBe(400);
     expect((await put("timezone=UTC", { "content-type": "application/x-www-form-urlencoded" })).status).toBe(415);
     expect((await put(JSON.stringify({ timezone: "UTC" }), { origin: "https://evil.example" })).status).toBe(403);
-    expect((await call("/api/me/timezone", { method: "PUT", headers: { ...SAME_ORIGIN, "content-type": "application/json" }, body: JSON.stringify({ timezone: "UTC" }) })).status).toBe(401);
+    expect(
+      (
+        await call("/api/me/timezone", {
+          method: "PUT",
+          headers: { ...SAME_ORIGIN, "content-type": "application/json" },
+          body: JSON.stringify({ timezone: "UTC" }),
+        })
+      ).status,
+    ).toBe(401);
     expect(await storedZones(person.id)).toEqual({ auth: "Europe/Berlin", mirror: "Europe/Berlin" });
   });
 });
@@ -124,7 +149,12 @@ describe("the turn", () => {
     await runInDurableObject(agent, (instance: UserAgent) => {
       instance.modelOverride = model;
     });
-    await agent.enqueueTelegramMessage({ updateId: Math.floor(Math.random() * 1e9), chatId: newChatId(), messageId: 1, text: "what time is it?" });
+    await agent.enqueueTelegramMessage({
+      updateId: Math.floor(Math.random() * 1e9),
+      chatId: newChatId(),
+      messageId: 1,
+      text: "what time is it?",
+    });
     await agent.settle();
 
     const system = model.doStreamCalls[0]!.prompt.find((m) => m.role === "system")!.content as string;
@@ -155,7 +185,10 @@ describe("the turn", () => {
       stopWhen: isStepCount(5),
       prompt: "remind me",
     });
-    const outputs = result.steps.flatMap((step) => [...step.toolResults.map((r) => r.output), ...step.content.filter((p) => p.type === "tool-error").map(() => "tool-error")]);
+    const outputs = result.steps.flatMap((step) => [
+      ...step.toolResults.map((r) => r.output),
+      ...step.content.filter((p) => p.type === "tool-error").map(() => "tool-error"),
+    ]);
     expect(outputs).toHaveLength(4);
     expect(outputs.at(-1)).toBe("tool-error");
     const rows = (await testDatabase().withUser(person.id, (tx) =>

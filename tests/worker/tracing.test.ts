@@ -9,7 +9,16 @@ import { call, chatAs, newChatId, newPerson, sessionCookie, testDatabase, waitFo
 
 interface LangfuseEvent {
   type: string;
-  body: { id?: string; traceId?: string; name?: string; userId?: string; tags?: string[]; input?: unknown; output?: unknown; metadata?: Record<string, unknown> };
+  body: {
+    id?: string;
+    traceId?: string;
+    name?: string;
+    userId?: string;
+    tags?: string[];
+    input?: unknown;
+    output?: unknown;
+    metadata?: Record<string, unknown>;
+  };
   authorization?: string;
 }
 
@@ -33,7 +42,8 @@ async function tracesOf(userId: string, count: number): Promise<{ traces: Langfu
 /** The latest state of each trace (trace-create events are upserts). */
 function latest(traces: LangfuseEvent[]) {
   const byId = new Map<string, LangfuseEvent["body"]>();
-  for (const t of traces) byId.set(t.body.id!, { ...byId.get(t.body.id!), ...Object.fromEntries(Object.entries(t.body).filter(([, v]) => v !== undefined)) });
+  for (const t of traces)
+    byId.set(t.body.id!, { ...byId.get(t.body.id!), ...Object.fromEntries(Object.entries(t.body).filter(([, v]) => v !== undefined)) });
   return [...byId.values()];
 }
 
@@ -44,7 +54,16 @@ describe("Langfuse traces", () => {
       call("/api/messenger/webhook", {
         method: "POST",
         headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
-        body: JSON.stringify({ update_id: updateId, message: { message_id: updateId, date: 0, chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Ada" }, text } }),
+        body: JSON.stringify({
+          update_id: updateId,
+          message: {
+            message_id: updateId,
+            date: 0,
+            chat: { id: chatId, type: "private" },
+            from: { id: chatId, is_bot: false, first_name: "Ada" },
+            text,
+          },
+        }),
       });
     const base = Math.floor(Math.random() * 1e8);
     await post("/start", base);
@@ -52,14 +71,19 @@ describe("Langfuse traces", () => {
     await post("which books did I read?", base + 2);
     await waitForReplies(chatId, 3);
 
-    const [person] = (await testDatabase().withAuth((tx) => tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`))) as unknown as Array<{ id: string }>;
+    const [person] = (await testDatabase().withAuth((tx) =>
+      tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
+    )) as unknown as Array<{ id: string }>;
     const { traces, all } = await tracesOf(person!.id, 2);
     const turns = latest(traces);
     expect(turns).toHaveLength(2);
     for (const turn of turns) expect(turn.tags).toEqual(["bot", "message"]);
     expect(turns.map((t) => t.input).sort()).toEqual(["I just finished reading Dune", "which books did I read?"]);
     expect(turns.map((t) => t.output).sort()).toEqual(["Noted: Dune (book). I'll remember it.", "Your books: Dune."]);
-    const spans = all.filter((e) => e.type === "span-create").map((e) => e.body.name).sort();
+    const spans = all
+      .filter((e) => e.type === "span-create")
+      .map((e) => e.body.name)
+      .sort();
     expect(spans).toEqual(["tool:memory_capture", "tool:memory_recall"]);
 
     const payload = JSON.stringify(all.map((e) => e.body));
@@ -71,7 +95,9 @@ describe("Langfuse traces", () => {
     const cookie = await sessionCookie(person);
     expect(await chatAs(cookie, "I visited Oslo")).toBe("Noted: Oslo (place). I'll remember it.");
     const { traces } = await tracesOf(person.id, 1);
-    expect(latest(traces)).toEqual([expect.objectContaining({ tags: ["web", "chat"], input: "I visited Oslo", output: "Noted: Oslo (place). I'll remember it." })]);
+    expect(latest(traces)).toEqual([
+      expect.objectContaining({ tags: ["web", "chat"], input: "I visited Oslo", output: "Noted: Oslo (place). I'll remember it." }),
+    ]);
     const payload = JSON.stringify(traces);
     expect(payload).not.toContain(cookie.split("=")[1]);
   });
@@ -80,10 +106,15 @@ describe("Langfuse traces", () => {
     const person = await newPerson();
     const cookie = await sessionCookie(person);
     const googleToken = `ya29.a0Af${crypto.randomUUID().replaceAll("-", "")}`;
-    await chatAs(cookie, `I read Dune. My bot token is ${env.TELEGRAM_BOT_TOKEN}, my Gmail token ${googleToken}, the webhook secret ${env.TELEGRAM_WEBHOOK_SECRET}`);
+    await chatAs(
+      cookie,
+      `I read Dune. My bot token is ${env.TELEGRAM_BOT_TOKEN}, my Gmail token ${googleToken}, the webhook secret ${env.TELEGRAM_WEBHOOK_SECRET}`,
+    );
     const { traces, all } = await tracesOf(person.id, 1);
     const [turn] = latest(traces);
-    expect(String(turn!.input)).toMatch(/^I read Dune\. My bot token is \[redacted\], my Gmail token \[redacted\], the webhook secret \[redacted\]$/);
+    expect(String(turn!.input)).toMatch(
+      /^I read Dune\. My bot token is \[redacted\], my Gmail token \[redacted\], the webhook secret \[redacted\]$/,
+    );
     const payload = JSON.stringify(all.map((e) => e.body));
     for (const secret of [env.TELEGRAM_BOT_TOKEN, googleToken, env.TELEGRAM_WEBHOOK_SECRET]) expect(payload).not.toContain(secret);
   });

@@ -25,7 +25,11 @@ describe("/api/memories", () => {
     await me.chat("I read Dune Messiah");
     await me.chat("I visited Kyoto");
     await me.chat("I read Dune");
-    const all = (await me.get("/api/memories")).body.memories as Array<{ name: string; type: string; source: { kind: string; excerpt: string } }>;
+    const all = (await me.get("/api/memories")).body.memories as Array<{
+      name: string;
+      type: string;
+      source: { kind: string; excerpt: string };
+    }>;
     expect(all.map((m) => m.name)).toEqual(["Dune", "Kyoto", "Dune Messiah"]);
     expect(all[0]!.source).toMatchObject({ kind: "web", excerpt: "I read Dune" });
     const books = (await me.get("/api/memories?type=book")).body.memories as Array<{ name: string }>;
@@ -54,7 +58,12 @@ describe("/api/me and /api/account", () => {
     const me = await signedIn();
     const { status, body } = await me.get("/api/me");
     expect(status).toBe(200);
-    expect(body).toMatchObject({ id: me.person.id, displayName: me.person.displayName, telegram: { linked: false }, google: { connected: false } });
+    expect(body).toMatchObject({
+      id: me.person.id,
+      displayName: me.person.displayName,
+      telegram: { linked: false },
+      google: { connected: false },
+    });
   });
 
   it("deletes everything: rows, session and the agent's conversation", async () => {
@@ -63,7 +72,9 @@ describe("/api/me and /api/account", () => {
     const response = await call("/api/account", { method: "DELETE", headers: { cookie: me.cookie, origin: "https://soma.test" } });
     expect(response.status).toBe(200);
     const owner = testDatabase();
-    const left = (await owner.withAuth((tx) => tx.execute(sql`select count(*)::int as n from auth.users where id = ${me.person.id}`))) as unknown as Array<{ n: number }>;
+    const left = (await owner.withAuth((tx) =>
+      tx.execute(sql`select count(*)::int as n from auth.users where id = ${me.person.id}`),
+    )) as unknown as Array<{ n: number }>;
     expect(left[0]!.n).toBe(0);
     expect((await call("/api/me", { headers: { cookie: me.cookie } })).status).toBe(401);
   });

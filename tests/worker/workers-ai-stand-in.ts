@@ -32,7 +32,11 @@ interface WireMessage {
 
 interface WireTool {
   type: string;
-  function: { name: string; description?: string; parameters?: { type?: string; properties?: Record<string, unknown>; required?: string[] } };
+  function: {
+    name: string;
+    description?: string;
+    parameters?: { type?: string; properties?: Record<string, unknown>; required?: string[] };
+  };
 }
 
 export interface RunInputs {
@@ -80,7 +84,9 @@ export function workersAiStandIn(options: {
     if (!next) throw new Error(`the Workers AI stand-in has no answer left for call ${calls.length}`);
     const answer = typeof next === "function" ? next(inputs) : next;
     const id = `chatcmpl-${++callNumber}`;
-    return inputs.stream === true ? sseStream(streamedEvents(options.shape, answer, model, id)) : wholeAnswer(options.shape, answer, model, id);
+    return inputs.stream === true
+      ? sseStream(streamedEvents(options.shape, answer, model, id))
+      : wholeAnswer(options.shape, answer, model, id);
   };
 
   // The `Ai` class has many more members; the provider and embeddings.ts only ever call run().
@@ -97,9 +103,14 @@ export function embeddingOf(text: string, dimensions: number): number[] {
 
 function wholeAnswer(shape: WireShape, answer: Answer, model: string, id: string): unknown {
   if (shape === "chat-completions") {
-    const toolCalls = "toolCalls" in answer
-      ? answer.toolCalls.map((call, i) => ({ id: `chatcmpl-tool-${id}-${i}`, type: "function", function: { name: call.name, arguments: JSON.stringify(call.arguments) } }))
-      : [];
+    const toolCalls =
+      "toolCalls" in answer
+        ? answer.toolCalls.map((call, i) => ({
+            id: `chatcmpl-tool-${id}-${i}`,
+            type: "function",
+            function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+          }))
+        : [];
     return {
       id,
       object: "chat.completion",
@@ -118,20 +129,34 @@ function wholeAnswer(shape: WireShape, answer: Answer, model: string, id: string
       prompt_logprobs: null,
     };
   }
-  return "text" in answer ? { response: answer.text, tool_calls: [], usage: USAGE } : { response: "", tool_calls: answer.toolCalls, usage: USAGE };
+  return "text" in answer
+    ? { response: answer.text, tool_calls: [], usage: USAGE }
+    : { response: "", tool_calls: answer.toolCalls, usage: USAGE };
 }
 
 function streamedEvents(shape: WireShape, answer: Answer, model: string, id: string): string[] {
   const words = "text" in answer ? (answer.text.match(/\S+\s*/g) ?? [answer.text]) : [];
   if (shape === "chat-completions") {
     const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-      JSON.stringify({ id, object: "chat.completion.chunk", created: 1_751_570_976, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+      JSON.stringify({
+        id,
+        object: "chat.completion.chunk",
+        created: 1_751_570_976,
+        model,
+        choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+      });
     const events = [chunk({ role: "assistant", content: "" }, null)];
     for (const word of words) events.push(chunk({ content: word }, null));
     if ("toolCalls" in answer) {
       answer.toolCalls.forEach((call, index) => {
-        events.push(chunk({ tool_calls: [{ id: `chatcmpl-tool-${id}-${index}`, type: "function", index, function: { name: call.name, arguments: "" } }] }, null));
-        for (const piece of pieces(JSON.stringify(call.arguments))) events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null));
+        events.push(
+          chunk(
+            { tool_calls: [{ id: `chatcmpl-tool-${id}-${index}`, type: "function", index, function: { name: call.name, arguments: "" } }] },
+            null,
+          ),
+        );
+        for (const piece of pieces(JSON.stringify(call.arguments)))
+          events.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }, null));
       });
     }
     events.push(chunk({}, "toolCalls" in answer ? "tool_calls" : "stop"));
@@ -146,8 +171,11 @@ function streamedEvents(shape: WireShape, answer: Answer, model: string, id: str
       events.push(native({ tool_calls: answer.toolCalls }));
     } else {
       answer.toolCalls.forEach((call, index) => {
-        events.push(native({ tool_calls: [{ id: `chatcmpl-tool-${id}-${index}`, type: "function", index, function: { name: call.name } }] }));
-        for (const piece of pieces(JSON.stringify(call.arguments))) events.push(native({ tool_calls: [{ index, function: { arguments: piece } }] }));
+        events.push(
+          native({ tool_calls: [{ id: `chatcmpl-tool-${id}-${index}`, type: "function", index, function: { name: call.name } }] }),
+        );
+        for (const piece of pieces(JSON.stringify(call.arguments)))
+          events.push(native({ tool_calls: [{ index, function: { arguments: piece } }] }));
         events.push(native({ tool_calls: [{ id: null, type: null, function: { name: null, arguments: null } }] }));
       });
     }

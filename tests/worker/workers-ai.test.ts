@@ -62,16 +62,25 @@ describe("the production model path: workers-ai-provider with a Workers AI stand
       model: createChatModel(config, { AI: ai.binding }),
       system: "You are Soma.",
       prompt: "I just finished reading Hyperion by Dan Simmons",
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: createEmbedder(config, { AI: ai.binding }), source: { kind: "test", externalId: `wai-${crypto.randomUUID()}` } }),
+      tools: memoryTools({
+        db: testDatabase(),
+        userId: person.id,
+        embedder: createEmbedder(config, { AI: ai.binding }),
+        source: { kind: "test", externalId: `wai-${crypto.randomUUID()}` },
+      }),
       stopWhen: isStepCount(3),
     };
     const { text, steps, usage } = stream
-      ? await (async (result) => ({ text: await result.text, steps: await result.steps, usage: await result.totalUsage }))(streamText(options))
+      ? await (async (result) => ({ text: await result.text, steps: await result.steps, usage: await result.totalUsage }))(
+          streamText(options),
+        )
       : await generateText(options).then((result) => ({ text: result.text, steps: result.steps, usage: result.totalUsage }));
 
     // The loop: one tool call parsed from Workers AI's shape, its result sent back, the final text.
     expect(steps).toHaveLength(2);
-    expect(steps[0]?.toolCalls.map((c) => ({ toolName: c.toolName, input: c.input }))).toEqual([{ toolName: "memory_capture", input: hyperion }]);
+    expect(steps[0]?.toolCalls.map((c) => ({ toolName: c.toolName, input: c.input }))).toEqual([
+      { toolName: "memory_capture", input: hyperion },
+    ]);
     const toolOutput = steps[0]?.toolResults[0]?.output;
     expect(toolOutput).toMatchObject({ entityId: expect.any(String), created: true });
     expect(text).toBe(`Saved. The tool said: ${JSON.stringify(toolOutput)}`);
@@ -137,7 +146,9 @@ describe("the production model path: workers-ai-provider with a Workers AI stand
   it("embeds through Workers AI bge-m3: { shape, data } becomes unit vectors, in order", async () => {
     const ai = workersAiStandIn({ shape: "native" });
     const vectors = await createEmbedder(workersAiConfig(), { AI: ai.binding }).embed(["Dune", "Hyperion"]);
-    expect(ai.calls.map((c) => ({ model: c.model, inputs: c.inputs }))).toEqual([{ model: "@cf/baai/bge-m3", inputs: { text: ["Dune", "Hyperion"] } }]);
+    expect(ai.calls.map((c) => ({ model: c.model, inputs: c.inputs }))).toEqual([
+      { model: "@cf/baai/bge-m3", inputs: { text: ["Dune", "Hyperion"] } },
+    ]);
     expect(vectors).toHaveLength(2);
     for (const [i, text] of ["Dune", "Hyperion"].entries()) {
       expect(Math.hypot(...vectors[i]!)).toBeCloseTo(1, 6);
@@ -147,19 +158,31 @@ describe("the production model path: workers-ai-provider with a Workers AI stand
 
   it("refuses Workers AI embeddings of another width than the schema stores", async () => {
     const ai = workersAiStandIn({ shape: "native", embeddingDimensions: 768 });
-    await expect(createEmbedder(workersAiConfig(), { AI: ai.binding }).embed(["Dune"])).rejects.toThrow(/768 dimensions; the schema stores 1024/);
+    await expect(createEmbedder(workersAiConfig(), { AI: ai.binding }).embed(["Dune"])).rejects.toThrow(
+      /768 dimensions; the schema stores 1024/,
+    );
   });
 
   it("a whole agent turn with AI_PROVIDER=workers-ai: Telegram message in, memory written, reply sent", async () => {
     const person = await newPerson("workers-ai-agent");
     const agent = await getAgentByName(env.UserAgent, person.id);
     const chatId = newChatId();
-    const ai = workersAiStandIn({ shape: "native", script: [{ toolCalls: [{ name: "memory_capture", arguments: hyperion }] }, { text: "Noted: Hyperion, by Dan Simmons." }] });
+    const ai = workersAiStandIn({
+      shape: "native",
+      script: [{ toolCalls: [{ name: "memory_capture", arguments: hyperion }] }, { text: "Noted: Hyperion, by Dan Simmons." }],
+    });
     await runInDurableObject(agent, (instance: UserAgent) => {
       instance.modelOverride = createChatModel({ ...loadConfig(env), AI_PROVIDER: "workers-ai" }, { AI: ai.binding });
     });
     const updateId = Math.floor(Math.random() * 1e9);
-    expect(await agent.enqueueTelegramMessage({ updateId, chatId, messageId: updateId % 100000, text: "I just finished reading Hyperion by Dan Simmons" })).toEqual({ status: "queued" });
+    expect(
+      await agent.enqueueTelegramMessage({
+        updateId,
+        chatId,
+        messageId: updateId % 100000,
+        text: "I just finished reading Hyperion by Dan Simmons",
+      }),
+    ).toEqual({ status: "queued" });
     await agent.settle();
 
     expect(await botReplies(chatId)).toEqual(["Noted: Hyperion, by Dan Simmons."]);
@@ -169,6 +192,10 @@ describe("the production model path: workers-ai-provider with a Workers AI stand
     expect(first?.inputs.stream).toBe(true);
     expect(first?.inputs.messages?.[0]?.role).toBe("system");
     expect(first?.inputs.messages?.at(-1)).toEqual({ role: "user", content: "I just finished reading Hyperion by Dan Simmons" });
-    expect(second?.inputs.messages?.at(-1)).toMatchObject({ role: "tool", name: "memory_capture", content: expect.stringContaining('"created":true') });
+    expect(second?.inputs.messages?.at(-1)).toMatchObject({
+      role: "tool",
+      name: "memory_capture",
+      content: expect.stringContaining('"created":true'),
+    });
   });
 });

@@ -21,7 +21,10 @@ interface SentEvent {
 
 function eventsOf(name: string, userId: string, count: number): Promise<SentEvent[]> {
   return eventually(
-    async () => ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as SentEvent[]).filter((e) => e.data.userId === userId),
+    async () =>
+      ((await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=${encodeURIComponent(name)}`)).json()) as SentEvent[]).filter(
+        (e) => e.data.userId === userId,
+      ),
     (mine) => mine.length >= count,
   );
 }
@@ -39,7 +42,12 @@ describe("conversation/turn.completed", () => {
     expect(more).toEqual([]);
     expect(event).toMatchObject({
       id: `turn-${person.id}-${chatId}:42`,
-      data: { userId: person.id, channel: "telegram", source: { kind: "telegram", externalId: `${chatId}:42` }, text: "I live in Lisbon. I read Dune." },
+      data: {
+        userId: person.id,
+        channel: "telegram",
+        source: { kind: "telegram", externalId: `${chatId}:42` },
+        text: "I live in Lisbon. I read Dune.",
+      },
     });
   });
 
@@ -64,7 +72,13 @@ describe("conversation/turn.completed", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     // After a failure the address is paused: the next event is dropped at once, without a retry.
     const again = Date.now();
-    expect(await emitEvents(config, turnCompleted.create({ userId: person.id, channel: "web", source: { kind: "web", externalId: "y" }, text: "hi" }), {})).toBe(false);
+    expect(
+      await emitEvents(
+        config,
+        turnCompleted.create({ userId: person.id, channel: "web", source: { kind: "web", externalId: "y" }, text: "hi" }),
+        {},
+      ),
+    ).toBe(false);
     expect(Date.now() - again).toBeLessThan(50);
   });
 
@@ -94,7 +108,12 @@ describe("schedule/reminder.created", () => {
     await runInDurableObject(agent, (instance: UserAgent) => {
       instance.modelOverride = scriptedModel([{ tool: "schedule_create", input: { text: "Call mum", at } }, { text: "I'll remind you." }]);
     });
-    await agent.enqueueTelegramMessage({ updateId: Math.floor(Math.random() * 1e9), chatId: newChatId(), messageId: 1, text: "remind me to call mum in an hour" });
+    await agent.enqueueTelegramMessage({
+      updateId: Math.floor(Math.random() * 1e9),
+      chatId: newChatId(),
+      messageId: 1,
+      text: "remind me to call mum in an hour",
+    });
     await agent.settle();
     const [event] = await eventsOf("schedule/reminder.created", person.id, 1);
     expect(event?.data).toEqual({ userId: person.id, eventId: expect.any(String), at });

@@ -11,7 +11,9 @@ import { call, newPerson, testDatabase } from "./helpers";
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).sort(([a], [b]) => (a < b ? -1 : 1));
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : 1));
     return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(",")}}`;
   }
   return JSON.stringify(value);
@@ -27,7 +29,13 @@ async function drive(fnId: string, event: { name: string; id: string; data: Reco
   const stack: string[] = [];
   const runId = `run-${crypto.randomUUID()}`;
   for (let request = 1; request <= 10; request++) {
-    const body = canonical({ event, events: [event], steps, ctx: { run_id: runId, attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack, current: stack.length } }, version: 2 });
+    const body = canonical({
+      event,
+      events: [event],
+      steps,
+      ctx: { run_id: runId, attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack, current: stack.length } },
+      version: 2,
+    });
     const response = await call(`/api/workflows?fnId=soma-${fnId}&stepId=step`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-inngest-signature": await sign(body) },
@@ -53,8 +61,15 @@ describe("POST /api/workflows (a run driven like the engine drives it)", () => {
       id: `turn-${person.id}-${externalId}`,
       data: { userId: person.id, channel: "web", source: { kind: "web", externalId }, text: "I'm vegetarian. My sister is Maria." },
     });
-    expect(output).toMatchObject({ facts: [{ statement: "Is vegetarian", outcome: "created" }, { statement: "Sister is Maria", outcome: "created" }] });
-    const rows = (await testDatabase().withUser(person.id, (tx) => tx.execute(sql`select f.statement, s.external_id from facts f join sources s on s.id = f.source_id order by f.statement`))) as unknown as unknown[];
+    expect(output).toMatchObject({
+      facts: [
+        { statement: "Is vegetarian", outcome: "created" },
+        { statement: "Sister is Maria", outcome: "created" },
+      ],
+    });
+    const rows = (await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`select f.statement, s.external_id from facts f join sources s on s.id = f.source_id order by f.statement`),
+    )) as unknown as unknown[];
     expect(rows).toEqual([
       { statement: "Is vegetarian", external_id: externalId },
       { statement: "Sister is Maria", external_id: externalId },

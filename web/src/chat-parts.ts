@@ -61,7 +61,11 @@ export function activityOf(part: { type: string }): Activity | null {
  * channel of the message it answers. `unrecorded` answers for a person's message without metadata yet
  * (the one this browser just sent, before the agent's copy replaces it).
  */
-export function channelKindOf(messages: readonly UIMessage[], index: number, unrecorded: (message: UIMessage) => string | null = () => null): string | null {
+export function channelKindOf(
+  messages: readonly UIMessage[],
+  index: number,
+  unrecorded: (message: UIMessage) => string | null = () => null,
+): string | null {
   for (let i = index; i >= 0; i--) {
     const message = messages[i]!;
     if (message.role !== "user" && i !== index) continue;

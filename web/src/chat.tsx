@@ -40,7 +40,17 @@ function MessageLabel({ who, channel, at, timeZone }: { who: string; channel: st
   );
 }
 
-function Message({ messages, index, arrived, timeZone }: { messages: readonly UIMessage[]; index: number; arrived: Map<string, string>; timeZone: string }) {
+function Message({
+  messages,
+  index,
+  arrived,
+  timeZone,
+}: {
+  messages: readonly UIMessage[];
+  index: number;
+  arrived: Map<string, string>;
+  timeZone: string;
+}) {
   const message = messages[index]!;
   const metadata = message.metadata as MessageMetadata | undefined;
   // A person's message without metadata is one this browser sent (the web channel) until the agent's copy arrives.
@@ -116,7 +126,11 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
         </div>
       )}
       <div className="messages" role="log" aria-label="Conversation" aria-live="polite">
-        {messages.length === 0 && <p className="muted empty">Tell me something you read, watched or visited — or ask what you told me. Messages you send me on Telegram show up here too.</p>}
+        {messages.length === 0 && (
+          <p className="muted empty">
+            Tell me something you read, watched or visited — or ask what you told me. Messages you send me on Telegram show up here too.
+          </p>
+        )}
         {messages.map((message, index) => (
           <Message key={message.id} messages={messages} index={index} arrived={arrived} timeZone={timeZone} />
         ))}

@@ -7,7 +7,6 @@ import { api, FACT_CATEGORIES, type Fact, type FactCategory } from "./api";
 import { channelName, formatDay, formatFull, formatWhen } from "./format";
 import { Confirm, ErrorNote, FormActions, useSaving } from "./forms";
 
-
 /** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
 function historyByFact(current: Fact[], superseded: Fact[]): { byFact: Map<string, Fact[]>; orphans: Fact[] } {
   const currentIds = new Set(current.map((f) => f.id));
@@ -81,7 +80,17 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
   );
 }
 
-function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history: Fact[]; timeZone: string; onChanged: (message: string) => void }) {
+function FactItem({
+  fact,
+  history,
+  timeZone,
+  onChanged,
+}: {
+  fact: Fact;
+  history: Fact[];
+  timeZone: string;
+  onChanged: (message: string) => void;
+}) {
   const [mode, setMode] = useState<"view" | "correct" | "confirm-delete" | "deleting">("view");
   const [error, setError] = useState<string | null>(null);
   const remove = async () => {
@@ -111,16 +120,26 @@ function FactItem({ fact, history, timeZone, onChanged }: { fact: Fact; history:
         <CorrectForm fact={fact} onCancel={() => setMode("view")} onDone={() => onChanged(`Corrected “${fact.statement}”.`)} />
       ) : mode === "view" ? (
         <div className="actions">
-          <button type="button" className="secondary" onClick={() => {
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
               setError(null);
               setMode("correct");
-            }} aria-label={`Correct “${fact.statement}”`}>
+            }}
+            aria-label={`Correct “${fact.statement}”`}
+          >
             Correct
           </button>
-          <button type="button" className="secondary" onClick={() => {
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => {
               setError(null);
               setMode("confirm-delete");
-            }} aria-label={`Delete “${fact.statement}”`}>
+            }}
+            aria-label={`Delete “${fact.statement}”`}
+          >
             Delete
           </button>
         </div>
@@ -178,7 +197,9 @@ export function FactsPage({ timeZone }: { timeZone: string }) {
   );
   return (
     <section className="facts" aria-label="Facts">
-      <p className="muted lead-in">What Soma believes about you, learned from what you said. Correct what is wrong; delete what it should not know.</p>
+      <p className="muted lead-in">
+        What Soma believes about you, learned from what you said. Correct what is wrong; delete what it should not know.
+      </p>
       {notice && (
         <div className="toast" role="status">
           <span>{notice}</span>
@@ -187,7 +208,9 @@ export function FactsPage({ timeZone }: { timeZone: string }) {
           </button>
         </div>
       )}
-      {loaded.current.length === 0 && <p className="muted empty">Soma does not know anything about you yet. Facts appear as you tell it about yourself in the chat.</p>}
+      {loaded.current.length === 0 && (
+        <p className="muted empty">Soma does not know anything about you yet. Facts appear as you tell it about yourself in the chat.</p>
+      )}
       {categories.map((category) => (
         <section key={category} aria-labelledby={`facts-${category}`}>
           <h2 id={`facts-${category}`} className="category">

@@ -7,7 +7,12 @@ export function formatWhen(iso: string, timeZone: string, now = new Date()): str
   const time = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit" }).format(at);
   if (day(at) === day(now)) return time;
   const sameYear = day(at).slice(0, 4) === day(now).slice(0, 4);
-  const date = new Intl.DateTimeFormat("en-GB", { timeZone, day: "numeric", month: "short", ...(sameYear ? {} : { year: "numeric" }) }).format(at);
+  const date = new Intl.DateTimeFormat("en-GB", {
+    timeZone,
+    day: "numeric",
+    month: "short",
+    ...(sameYear ? {} : { year: "numeric" }),
+  }).format(at);
   return `${date}, ${time}`;
 }
 

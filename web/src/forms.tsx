@@ -27,7 +27,15 @@ export function FormActions({ saving, saveLabel, onCancel }: { saving: boolean; 
 }
 
 /** Asks before an action that cannot be undone: `children` says what will happen. */
-export function Confirm(props: { label: string; busy: boolean; confirmLabel: string; busyLabel: string; onConfirm: () => void; onKeep: () => void; children: ReactNode }) {
+export function Confirm(props: {
+  label: string;
+  busy: boolean;
+  confirmLabel: string;
+  busyLabel: string;
+  onConfirm: () => void;
+  onKeep: () => void;
+  children: ReactNode;
+}) {
   return (
     <fieldset className="confirm" aria-label={props.label}>
       <p>{props.children}</p>

@@ -80,7 +80,12 @@ function App() {
         <strong className="brand">Soma</strong>
         <nav aria-label="Pages">
           {PAGES.map((page) => (
-            <Link key={page.path} to={page.path} className={path === page.path ? "active" : ""} aria-current={path === page.path ? "page" : undefined}>
+            <Link
+              key={page.path}
+              to={page.path}
+              className={path === page.path ? "active" : ""}
+              aria-current={path === page.path ? "page" : undefined}
+            >
               {page.label}
             </Link>
           ))}

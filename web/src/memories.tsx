@@ -42,7 +42,10 @@ function setParam(search: URLSearchParams, changes: Record<string, string>) {
   navigate(`/app/memories${next.size ? `?${next}` : ""}`, { replace: true });
 }
 
-type Listing = { state: "loading" } | { state: "error"; message: string } | { state: "ready"; memories: Memory[]; nextCursor: string | null; more: "idle" | "loading" | string };
+type Listing =
+  | { state: "loading" }
+  | { state: "error"; message: string }
+  | { state: "ready"; memories: Memory[]; nextCursor: string | null; more: "idle" | "loading" | string };
 
 export function MemoriesPage({ timeZone }: { timeZone: string }) {
   const { search } = useLocation();
@@ -69,7 +72,10 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
       (page) => current && setListing({ state: "ready", ...page, more: "idle" }),
       (error: Error) => current && setListing({ state: "error", message: error.message }),
     );
-    api.memoryTypes().then((t) => current && setTypes(t), () => {});
+    api.memoryTypes().then(
+      (t) => current && setTypes(t),
+      () => {},
+    );
     return () => {
       current = false;
     };
@@ -113,7 +119,13 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
             setParam(search, { q: query.trim() });
           }}
         >
-          <input type="search" aria-label="Search memories" placeholder="Search…" value={query} onChange={(e) => setQuery(e.target.value)} />
+          <input
+            type="search"
+            aria-label="Search memories"
+            placeholder="Search…"
+            value={query}
+            onChange={(e) => setQuery(e.target.value)}
+          />
           <select aria-label="Type" value={filter.type} onChange={(e) => setParam(search, { type: e.target.value })}>
             <option value="">All types</option>
             {typeOptions.map((t) => (
@@ -156,7 +168,9 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
         </div>
       )}
       {listing.state === "ready" && listing.memories.length === 0 && (
-        <p className="muted empty">{filtered ? "No memories match these filters." : "Nothing here yet. Tell Soma about a book, a place or a person in the chat."}</p>
+        <p className="muted empty">
+          {filtered ? "No memories match these filters." : "Nothing here yet. Tell Soma about a book, a place or a person in the chat."}
+        </p>
       )}
       {listing.state === "ready" && listing.memories.length > 0 && (
         <ul className="memory-list" aria-label={filter.q ? "Search results" : "Memories, newest first"}>
@@ -187,7 +201,9 @@ export function MemoriesPage({ timeZone }: { timeZone: string }) {
           {listing.more === "loading" ? "Loading…" : "Show more"}
         </button>
       )}
-      {listing.state === "ready" && listing.more !== "idle" && listing.more !== "loading" && <ErrorNote message={`More could not be loaded: ${listing.more}`} />}
+      {listing.state === "ready" && listing.more !== "idle" && listing.more !== "loading" && (
+        <ErrorNote message={`More could not be loaded: ${listing.more}`} />
+      )}
     </section>
   );
 }

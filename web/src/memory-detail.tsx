@@ -116,7 +116,8 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
 
   const { memory, relations, events } = loaded.detail;
   const forgotten = memory.status === "archived";
-  const setStatus = (status: MemoryDetail["memory"]["status"]) => setLoaded({ state: "ready", detail: { ...loaded.detail, memory: { ...memory, status } } });
+  const setStatus = (status: MemoryDetail["memory"]["status"]) =>
+    setLoaded({ state: "ready", detail: { ...loaded.detail, memory: { ...memory, status } } });
   const forget = async () => {
     try {
       await api.forget(memory.id);
@@ -220,7 +221,9 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
         <ul className="plain-list" aria-label="Related memories">
           {relations.map((r) => (
             <li key={r.id}>
-              <span className="muted">{r.direction === "out" ? `${r.type.replaceAll("_", " ")} →` : `← ${r.type.replaceAll("_", " ")}`}</span>{" "}
+              <span className="muted">
+                {r.direction === "out" ? `${r.type.replaceAll("_", " ")} →` : `← ${r.type.replaceAll("_", " ")}`}
+              </span>{" "}
               <Link to={memoryPath(r.other.id)}>{r.other.name}</Link> <span className="badge">{r.other.type}</span>
               {r.until && <span className="muted"> (until {formatFull(r.until, timeZone)})</span>}
             </li>
@@ -234,7 +237,8 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
         <ul className="plain-list" aria-label="Events">
           {events.map((e) => (
             <li key={e.id}>
-              <strong>{e.kind}</strong> · <time dateTime={e.occurredAt}>{formatFull(e.occurredAt, timeZone)}</time> · <span className="muted">{e.status}</span>
+              <strong>{e.kind}</strong> · <time dateTime={e.occurredAt}>{formatFull(e.occurredAt, timeZone)}</time> ·{" "}
+              <span className="muted">{e.status}</span>
               {typeof e.payload.text === "string" && <> · {e.payload.text}</>}
               {typeof e.payload.subject === "string" && <> · {e.payload.subject}</>}
             </li>

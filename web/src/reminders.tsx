@@ -8,7 +8,6 @@ import { formatFull, formatWhen } from "./format";
 import { Confirm, ErrorNote } from "./forms";
 import { Link } from "./router";
 
-
 const STATUS: Record<ReminderStatus, { label: string; tone: "" | "warn" | "ok" }> = {
   scheduled: { label: "scheduled", tone: "" },
   delivering: { label: "being sent", tone: "" },
@@ -25,7 +24,15 @@ function When({ at, timeZone }: { at: string; timeZone: string }) {
   );
 }
 
-function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder; timeZone: string; onCancelled: (reminder: Reminder) => void }) {
+function UpcomingItem({
+  reminder,
+  timeZone,
+  onCancelled,
+}: {
+  reminder: Reminder;
+  timeZone: string;
+  onCancelled: (reminder: Reminder) => void;
+}) {
   const [mode, setMode] = useState<"view" | "confirm" | "cancelling">("view");
   const [error, setError] = useState<string | null>(null);
   const cancel = async () => {
@@ -47,10 +54,15 @@ function UpcomingItem({ reminder, timeZone, onCancelled }: { reminder: Reminder;
         <ErrorNote message={error} />
       </div>
       {mode === "view" ? (
-        <button type="button" className="secondary" onClick={() => {
+        <button
+          type="button"
+          className="secondary"
+          onClick={() => {
             setError(null);
             setMode("confirm");
-          }} aria-label={`Cancel reminder “${reminder.text}”`}>
+          }}
+          aria-label={`Cancel reminder “${reminder.text}”`}
+        >
           Cancel
         </button>
       ) : (
@@ -74,7 +86,9 @@ export function RemindersPage({ timeZone }: { timeZone: string }) {
   const [notice, setNotice] = useState<string | null>(null);
   const cancelled = (reminder: Reminder) => {
     setNotice(`Cancelled “${reminder.text}”. It will not be sent.`);
-    setLoaded((l) => (l.state === "ready" ? { state: "ready", upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l));
+    setLoaded((l) =>
+      l.state === "ready" ? { state: "ready", upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l,
+    );
   };
 
   const zone = (

@@ -60,15 +60,25 @@ export function DataSettings() {
   return (
     <>
       <h2>Export</h2>
-      <p className="muted">Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.</p>
+      <p className="muted">
+        Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.
+      </p>
       <a className="button secondary inline" href={EXPORT_PATH} download>
         Download my data (JSON)
       </a>
       <h2>Import</h2>
-      <p className="muted">Load a Soma export file. You see what it would add before anything changes; what you already have is not added twice.</p>
+      <p className="muted">
+        Load a Soma export file. You see what it would add before anything changes; what you already have is not added twice.
+      </p>
       <label className="file-field">
         Export file to import
-        <input ref={input} type="file" accept="application/json,.json" onChange={(e) => void choose(e)} disabled={state.step === "checking" || state.step === "importing"} />
+        <input
+          ref={input}
+          type="file"
+          accept="application/json,.json"
+          onChange={(e) => void choose(e)}
+          disabled={state.step === "checking" || state.step === "importing"}
+        />
       </label>
       {state.step === "checking" && (
         <p className="muted" role="status">
@@ -78,7 +88,9 @@ export function DataSettings() {
       {(state.step === "preview" || state.step === "importing") && (
         <fieldset className="confirm" aria-label="Import preview">
           <p>
-            {nothing(state.counts) ? `${state.name} holds nothing you do not already have.` : `Importing ${state.name} would add ${describeCounts(state.counts)}.`}
+            {nothing(state.counts)
+              ? `${state.name} holds nothing you do not already have.`
+              : `Importing ${state.name} would add ${describeCounts(state.counts)}.`}
           </p>
           <div className="actions">
             {!nothing(state.counts) && (
@@ -94,7 +106,9 @@ export function DataSettings() {
       )}
       {state.step === "done" && (
         <div className="toast" role="status">
-          <span>Imported {state.name}: added {describeCounts(state.counts)}.</span>
+          <span>
+            Imported {state.name}: added {describeCounts(state.counts)}.
+          </span>
           <button type="button" className="secondary" aria-label="Dismiss" onClick={reset}>
             ×
           </button>

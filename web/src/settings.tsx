@@ -31,10 +31,15 @@ function TimezoneSetting({ me }: { me: Me }) {
       <h2>Timezone</h2>
       <p className="muted">Reminders, the morning brief (08:00) and the weekly review (Sunday 18:00) follow it. Now: {saved}.</p>
       <form className="filters" onSubmit={(e) => void save(e)}>
-        <select aria-label="Timezone" value={choice} onChange={(e) => {
+        <select
+          aria-label="Timezone"
+          value={choice}
+          onChange={(e) => {
             setChoice(e.target.value);
             setState((s) => ({ ...s, done: false }));
-          }} disabled={state.saving}>
+          }}
+          disabled={state.saving}
+        >
           {options.map((zone) => (
             <option key={zone} value={zone}>
               {zone === device ? `${zone} (this device)` : zone}
@@ -92,7 +97,9 @@ function LinkedAccounts({ me }: { me: Me }) {
         <p>Connected: Soma reads {me.google.email ?? "your mailbox"} (read-only).</p>
       ) : me.google.available ? (
         <>
-          <p className="muted">Not connected. Connect your mailbox and Soma learns from your mail (read-only; you can delete it all here).</p>
+          <p className="muted">
+            Not connected. Connect your mailbox and Soma learns from your mail (read-only; you can delete it all here).
+          </p>
           <a className="button secondary inline" href="/auth/google/start?intent=connect">
             Connect Gmail (read-only)
           </a>
@@ -122,7 +129,10 @@ function DeleteEverything() {
   return (
     <>
       <h2>Delete everything</h2>
-      <p className="muted">Your memories, facts, reminders, the conversation, the Gmail connection and your account go for good. This cannot be undone; download your data first if you want to keep it.</p>
+      <p className="muted">
+        Your memories, facts, reminders, the conversation, the Gmail connection and your account go for good. This cannot be undone;
+        download your data first if you want to keep it.
+      </p>
       <form className="danger-zone" onSubmit={(e) => void remove(e)} aria-label="Delete everything">
         <label>
           Type “{DELETE_PHRASE}” to confirm

@@ -8,7 +8,12 @@ import { page } from "../pages/layout";
 import type { AppEnv } from "../types";
 
 /** Answers a refused sign-in step: an HTML page for a browser, otherwise rejects with the ApiError. */
-export async function refuseSignIn(c: Context<AppEnv>, code: ErrorCode, message: string, back: { href: string; label: string } = { href: "/login", label: "Back to sign in" }): Promise<Response> {
+export async function refuseSignIn(
+  c: Context<AppEnv>,
+  code: ErrorCode,
+  message: string,
+  back: { href: string; label: string } = { href: "/login", label: "Back to sign in" },
+): Promise<Response> {
   if (!c.req.header("accept")?.includes("text/html")) throw new ApiError(code, message);
   return c.html(
     page(

@@ -11,6 +11,9 @@ app.get("/", (c) => c.redirect("/app", 302));
 for (const path of ["/app", "/app/memories", "/app/facts", "/app/reminders", "/app/settings"]) {
   app.get(path, requireSession("redirect"), async (c) => {
     const index = await c.env.ASSETS.fetch(new URL("/index.html", c.req.url));
-    return new Response(index.body, { status: index.status, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" } });
+    return new Response(index.body, {
+      status: index.status,
+      headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" },
+    });
   });
 }

@@ -23,24 +23,30 @@ export const login = new Hono<AppEnv>().get("/", (c) => {
           <h2>Sign in with Telegram</h2>
           <p>Send <code>/login</code> to ${botLink}. It replies with a one-time link that signs you in here
           and shows the same conversation and memories.</p>
-          ${widgetNonce
-            ? html`<p>Or sign in with your Telegram account:</p>
+          ${
+            widgetNonce
+              ? html`<p>Or sign in with your Telegram account:</p>
                 <script async src="https://telegram.org/js/telegram-widget.js?22" data-telegram-login="${bot}"
                   data-size="large" data-auth-url="/auth/telegram?nonce=${widgetNonce}" data-request-access="write"></script>`
-            : ""}
+              : ""
+          }
         </section>
-        ${c.var.config.GOOGLE_CLIENT_ID
-          ? html`<section>
+        ${
+          c.var.config.GOOGLE_CLIENT_ID
+            ? html`<section>
               <h2>Sign in with Google</h2>
               <a class="button secondary" href="/auth/google/start?intent=signin">Continue with Google</a>
             </section>`
-          : ""}
-        ${ENVIRONMENT === "development"
-          ? html`<section>
+            : ""
+        }
+        ${
+          ENVIRONMENT === "development"
+            ? html`<section>
               <h2>Local development</h2>
               <form method="post" action="/auth/dev"><button type="submit">Sign in as the developer</button></form>
             </section>`
-          : ""}
+            : ""
+        }
       </main>`,
     ),
   );

@@ -54,14 +54,23 @@ export const auth = new Hono<AppEnv>()
     const form = await c.req.parseBody();
     // Checked before the token is touched: a request that did not come from the link's page spends nothing.
     if (!(await loginNonceMatches(c, typeof form.nonce === "string" ? form.nonce : undefined))) {
-      return refuseSignIn(c, "forbidden", "This sign-in did not come from the link's page in this browser. Open the link from Telegram again.");
+      return refuseSignIn(
+        c,
+        "forbidden",
+        "This sign-in did not come from the link's page in this browser. Open the link from Telegram again.",
+      );
     }
     const userId = await redeemLoginToken(c.var.db, c.req.param("token"));
     if (!userId) return refuseSignIn(c, "bad_request", EXPIRED_LINK);
     // Never switch a signed-in browser to another account silently (a link passed on by someone else).
     const current = await sessionPerson(c);
     if (current && current.id !== userId) {
-      return refuseSignIn(c, "conflict", `This browser is signed in as ${current.displayName}, and the link is for another account. Sign out first, then send /login to the bot for a new link.`, { href: "/app", label: "Back to Soma" });
+      return refuseSignIn(
+        c,
+        "conflict",
+        `This browser is signed in as ${current.displayName}, and the link is for another account. Sign out first, then send /login to the bot for a new link.`,
+        { href: "/app", label: "Back to Soma" },
+      );
     }
     spendLoginNonce(c);
     await startSession(c, userId, "link");
@@ -75,7 +84,11 @@ export const auth = new Hono<AppEnv>()
     const login = TelegramLogin.safeParse(fields);
     if (!login.success) return refuseSignIn(c, "bad_request", "This is not a Telegram sign-in.");
     if (!(await verifyTelegramLogin(fields, token))) {
-      return refuseSignIn(c, "unauthorized", "Telegram's signature does not match, or the sign-in is older than ten minutes. Try again from the sign-in page.");
+      return refuseSignIn(
+        c,
+        "unauthorized",
+        "Telegram's signature does not match, or the sign-in is older than ten minutes. Try again from the sign-in page.",
+      );
     }
     const person = await ensureTelegramPerson(c.var.db, {
       telegramUserId: login.data.id,

@@ -34,7 +34,9 @@ export const chat = new Hono<AppEnv>().post(
     const agent = await agentFor(c.env, c.var.person.id);
     const result = await agent.chat(message);
     if (result.status === "rate_limited") {
-      throw new ApiError("rate_limited", `At most ${RATE_LIMITS.chat} messages a minute (all channels together); try again shortly.`, { "Retry-After": "60" });
+      throw new ApiError("rate_limited", `At most ${RATE_LIMITS.chat} messages a minute (all channels together); try again shortly.`, {
+        "Retry-After": "60",
+      });
     }
     // Only a deleted person's stray request gets here (deletion ends their sessions).
     if (result.status === "erased") throw new ApiError("not_found", "This account was deleted.");

@@ -79,7 +79,9 @@ export const exportImport = new Hono<AppEnv>()
       // import that added none emits nothing, so a file sent again is harmless and the id may be the
       // time: a later import that adds more needs a backfill of its own. (If the event is lost, the
       // nightly runs embed them, a bounded number a night.)
-      ...(outcome.added.entities > 0 || outcome.added.facts > 0 ? [memoryImported.create({ userId }, { id: `memory-imported-${userId}-${Date.now()}` })] : []),
+      ...(outcome.added.entities > 0 || outcome.added.facts > 0
+        ? [memoryImported.create({ userId }, { id: `memory-imported-${userId}-${Date.now()}` })]
+        : []),
     ];
     if (events.length > 0) await emitEvents(c.var.config, events, { requestId: c.var.requestId, userId });
     return c.json({ imported: { ...outcome.added, messages: chat.added } });

@@ -73,7 +73,11 @@ export const google = new Hono<AppEnv>()
     const claims = IdClaims.parse(decodeIdToken(tokens.idToken()));
 
     if (flow.data.intent === "signin") {
-      const person = await ensureGooglePerson(c.var.db, { sub: claims.sub, email: claims.email ?? null, displayName: claims.name ?? claims.email ?? "" });
+      const person = await ensureGooglePerson(c.var.db, {
+        sub: claims.sub,
+        email: claims.email ?? null,
+        displayName: claims.name ?? claims.email ?? "",
+      });
       if (person.created) c.var.telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "google" } });
       await startSession(c, person.id, "google");
       return c.redirect("/app", 303);
@@ -101,16 +105,25 @@ export const google = new Hono<AppEnv>()
       // A mailbox has one owner: its mail pushes are routed to them (mailboxOwner). Connecting it a second
       // time from another account is refused by a unique index, and nothing of the owner's connection changes.
       if (!(error instanceof MailboxTakenError)) throw error;
-      return refuseSignIn(c, "conflict", `${error.email} is already connected to another Soma account. Disconnect it there first, or connect a different mailbox.`, {
-        href: "/app/settings",
-        label: "Back to settings",
-      });
+      return refuseSignIn(
+        c,
+        "conflict",
+        `${error.email} is already connected to another Soma account. Disconnect it there first, or connect a different mailbox.`,
+        {
+          href: "/app/settings",
+          label: "Back to settings",
+        },
+      );
     }
     // Start the mailbox's push notifications now rather than at the next daily renewal.
     if (c.var.config.GMAIL_PUBSUB_TOPIC) {
       c.executionCtx.waitUntil(
         renewWatches({ config: c.var.config, db: c.var.db }, [person.id]).then(([result]) =>
-          logJson(result?.ok ? "info" : "warn", { route: "google", requestId: c.var.requestId, gmailWatch: result?.ok ? "started" : result?.error }),
+          logJson(result?.ok ? "info" : "warn", {
+            route: "google",
+            requestId: c.var.requestId,
+            gmailWatch: result?.ok ? "started" : result?.error,
+          }),
         ),
       );
     }

@@ -27,7 +27,10 @@ const GOOGLE_ISSUERS = ["https://accounts.google.com", "accounts.google.com"];
 const Envelope = z.object({
   message: z
     .object({
-      data: z.string().max(48 * 1024).optional(),
+      data: z
+        .string()
+        .max(48 * 1024)
+        .optional(),
       messageId: z.string().min(1).max(200).optional(),
       message_id: z.string().min(1).max(200).optional(),
       publishTime: z.string().optional(),

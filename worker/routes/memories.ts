@@ -11,7 +11,14 @@ import { z } from "zod";
 import { EntityType } from "../../agents/entity-type";
 import { createEmbedder, embedOne } from "../../agents/integrations/model/embeddings";
 import { archiveEntity, nameKeyFits, recallEntities } from "../../db/repositories/memory";
-import { editMemory, InvalidCursorError, listMemoryPage, memoryDetail, memoryTypes, restoreMemory } from "../../db/repositories/memory-center";
+import {
+  editMemory,
+  InvalidCursorError,
+  listMemoryPage,
+  memoryDetail,
+  memoryTypes,
+  restoreMemory,
+} from "../../db/repositories/memory-center";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
@@ -60,23 +67,41 @@ export const memories = new Hono<AppEnv>()
   .use(requireSession("reject"))
   .get("/", async (c) => {
     const parsed = ListQuery.safeParse(c.req.query());
-    if (!parsed.success) throw new ApiError("bad_request", `Invalid query: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`);
+    if (!parsed.success)
+      throw new ApiError("bad_request", `Invalid query: ${parsed.error.issues[0]?.path.join(".")} ${parsed.error.issues[0]?.message}`);
     const { type, q, limit, cursor } = parsed.data;
     const from = parsed.data.from ? new Date(parsed.data.from) : undefined;
     const to = parsed.data.to ? new Date(parsed.data.to) : undefined;
     const userId = c.var.person.id;
     if (q) {
       const embedding = await embedName(c, q);
-      const found = await c.var.db.withUser(userId, (tx) => recallEntities(tx, userId, { query: q, ...(type ? { type } : {}), limit, embedding }));
+      const found = await c.var.db.withUser(userId, (tx) =>
+        recallEntities(tx, userId, { query: q, ...(type ? { type } : {}), limit, embedding }),
+      );
       // Recall ranks; the time range narrows what it found (created_at until the told-at column lands).
-      const inRange = found.filter((r) => (!from || Date.parse(r.entity.createdAt) >= from.getTime()) && (!to || Date.parse(r.entity.createdAt) < to.getTime()));
+      const inRange = found.filter(
+        (r) => (!from || Date.parse(r.entity.createdAt) >= from.getTime()) && (!to || Date.parse(r.entity.createdAt) < to.getTime()),
+      );
       return c.json({
-        memories: inRange.map((r) => ({ ...r.entity, source: r.source && { kind: r.source.kind, excerpt: r.source.excerpt, at: r.source.at }, score: r.score, matchedBy: r.matchedBy })),
+        memories: inRange.map((r) => ({
+          ...r.entity,
+          source: r.source && { kind: r.source.kind, excerpt: r.source.excerpt, at: r.source.at },
+          score: r.score,
+          matchedBy: r.matchedBy,
+        })),
         nextCursor: null,
       });
     }
     try {
-      const page = await c.var.db.withUser(userId, (tx) => listMemoryPage(tx, userId, { limit, ...(type ? { type } : {}), ...(from ? { from } : {}), ...(to ? { to } : {}), ...(cursor ? { cursor } : {}) }));
+      const page = await c.var.db.withUser(userId, (tx) =>
+        listMemoryPage(tx, userId, {
+          limit,
+          ...(type ? { type } : {}),
+          ...(from ? { from } : {}),
+          ...(to ? { to } : {}),
+          ...(cursor ? { cursor } : {}),
+        }),
+      );
       return c.json(page);
     } catch (error) {
       if (error instanceof InvalidCursorError) throw new ApiError("bad_request", error.message);
@@ -106,7 +131,9 @@ export const memories = new Hono<AppEnv>()
     const name = edit.name ?? current.memory.name;
     const renamed = type !== current.memory.type || name !== current.memory.name;
     const embedding = renamed ? await embedName(c, `${type}: ${name}`) : undefined;
-    const result = await db.withUser(userId, (tx) => editMemory(tx, userId, id, { ...edit, ...(embedding !== undefined ? { embedding } : {}) }));
+    const result = await db.withUser(userId, (tx) =>
+      editMemory(tx, userId, id, { ...edit, ...(embedding !== undefined ? { embedding } : {}) }),
+    );
     if (result.status === "not_found") throw new ApiError("not_found", "No such memory.");
     if (result.status === "conflict") {
       const forgotten = result.other.status === "archived" ? " (a forgotten one)" : "";

@@ -27,7 +27,12 @@ export const reminders = new Hono<AppEnv>()
     const result = await c.var.db.withUser(c.var.person.id, (tx) => cancelReminder(tx, id.data));
     if (result.outcome === "unknown") throw new ApiError("not_found", "No such reminder.");
     if (result.outcome === "too-late") {
-      throw new ApiError("conflict", result.reminder.status === "delivering" ? "This reminder is being sent right now." : "This reminder is past; it can no longer be cancelled.");
+      throw new ApiError(
+        "conflict",
+        result.reminder.status === "delivering"
+          ? "This reminder is being sent right now."
+          : "This reminder is past; it can no longer be cancelled.",
+      );
     }
     return c.json({ cancelled: true, reminder: result.reminder });
   });

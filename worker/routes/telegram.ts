@@ -33,7 +33,9 @@ const TelegramUpdate = z.looseObject({
       message_id: z.number().int().nonnegative(),
       // `type` is read but not validated: anything but "private" is simply not a private chat.
       chat: z.looseObject({ id: z.number().int(), type: z.unknown().optional() }),
-      from: z.looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional() }).optional(),
+      from: z
+        .looseObject({ id: z.number().int(), is_bot: z.boolean(), first_name: z.string(), last_name: z.string().optional() })
+        .optional(),
       text: z.string().max(MAX_TELEGRAM_TEXT_CHARS).optional(),
       caption: z.string().max(MAX_TELEGRAM_TEXT_CHARS).optional(),
     })
@@ -72,10 +74,17 @@ export const telegram = new Hono<AppEnv>().post(
     if (!update.message) return c.json({ ok: true, ignored: true });
     const config = c.var.config;
     if (!config.TELEGRAM_BOT_TOKEN) throw new ApiError("config_invalid", "TELEGRAM_BOT_TOKEN is not set.");
-    const bot = createTelegramBot({ ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN }, { env: c.env, db: c.var.db, telemetry: c.var.telemetry });
+    const bot = createTelegramBot(
+      { ...config, TELEGRAM_BOT_TOKEN: config.TELEGRAM_BOT_TOKEN },
+      { env: c.env, db: c.var.db, telemetry: c.var.telemetry },
+    );
     // grammY re-checks the secret and dispatches the (already parsed, cached) update.
     try {
-      return await webhookCallback(bot, webhookReply, { secretToken: config.TELEGRAM_WEBHOOK_SECRET, onTimeout: "throw", timeoutMilliseconds: 8000 })(c);
+      return await webhookCallback(bot, webhookReply, {
+        secretToken: config.TELEGRAM_WEBHOOK_SECRET,
+        onTimeout: "throw",
+        timeoutMilliseconds: 8000,
+      })(c);
     } catch (error) {
       const cause = error instanceof BotError ? error.error : error;
       // An outage (or an error of unknown kind while Postgres is unreachable): Telegram redelivers later.
@@ -90,7 +99,13 @@ export const telegram = new Hono<AppEnv>().post(
         error: describeError(cause),
       });
       if (!dead) throw error;
-      logJson("error", { requestId: c.var.requestId, webhook: "update set aside as a dead letter", updateId: update.update_id, attempts, error: describeError(cause) });
+      logJson("error", {
+        requestId: c.var.requestId,
+        webhook: "update set aside as a dead letter",
+        updateId: update.update_id,
+        attempts,
+        error: describeError(cause),
+      });
       return c.json({ ok: true, deadLettered: true });
     }
   },

@@ -85,7 +85,11 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
  * so (at most once a minute), unless the message is a /start sent after the deletion, which lifts the
  * tombstone and creates a new person.
  */
-async function personFor(ctx: Context & { message: Message; from: NonNullable<Context["from"]> }, db: Database, account: Parameters<typeof resolveSender>[1]) {
+async function personFor(
+  ctx: Context & { message: Message; from: NonNullable<Context["from"]> },
+  db: Database,
+  account: Parameters<typeof resolveSender>[1],
+) {
   try {
     return await resolveSender(db, account);
   } catch (error) {

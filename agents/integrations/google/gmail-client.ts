@@ -97,7 +97,13 @@ export class GmailClient {
 
   async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T>, body?: unknown, signal?: AbortSignal): Promise<T>;
   async #call(method: "GET" | "POST", path: string, schema: null, body?: unknown, signal?: AbortSignal): Promise<void>;
-  async #call<T>(method: "GET" | "POST", path: string, schema: z.ZodType<T> | null, body?: unknown, signal?: AbortSignal): Promise<T | undefined> {
+  async #call<T>(
+    method: "GET" | "POST",
+    path: string,
+    schema: z.ZodType<T> | null,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<T | undefined> {
     for (let attempt = 0; ; attempt++) {
       const response = await fetch(`${this.#base}${path}`, {
         method,

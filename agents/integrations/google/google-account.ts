@@ -13,12 +13,18 @@ import { GmailClient } from "./gmail-client";
 const EXPIRY_MARGIN_MS = 60_000;
 
 /** The person's Gmail client and their stored mail state; null when they have no Google connection. */
-export async function gmailFor(config: Config, db: Database, userId: string): Promise<{ gmail: GmailClient; connection: Connection } | null> {
+export async function gmailFor(
+  config: Config,
+  db: Database,
+  userId: string,
+): Promise<{ gmail: GmailClient; connection: Connection } | null> {
   if (!config.TOKEN_ENCRYPTION_KEY) throw new NonRetriableError("TOKEN_ENCRYPTION_KEY is not set");
   const cipher = new TokenCipher(config.TOKEN_ENCRYPTION_KEY);
-  const opened = await db.withUser(userId, (tx) => openConnection(tx, userId, "google", cipher)).catch((error: unknown) => {
-    throw error instanceof SealedTokenError ? new NonRetriableError(`The stored Google tokens do not open: ${error.message}`) : error;
-  });
+  const opened = await db
+    .withUser(userId, (tx) => openConnection(tx, userId, "google", cipher))
+    .catch((error: unknown) => {
+      throw error instanceof SealedTokenError ? new NonRetriableError(`The stored Google tokens do not open: ${error.message}`) : error;
+    });
   if (!opened?.tokens.accessToken) return null;
   const { connection, tokens: stored } = opened;
 
@@ -26,7 +32,8 @@ export async function gmailFor(config: Config, db: Database, userId: string): Pr
   let expiresAt = connection.accessTokenExpiresAt;
 
   const refresh = async (): Promise<string> => {
-    if (!stored.refreshToken) throw new NonRetriableError("The Google connection has no refresh token; the person must connect Gmail again.");
+    if (!stored.refreshToken)
+      throw new NonRetriableError("The Google connection has no refresh token; the person must connect Gmail again.");
     if (!config.GOOGLE_CLIENT_ID || !config.GOOGLE_CLIENT_SECRET) throw new NonRetriableError("Google OAuth is not configured");
     const oauth = new OAuth2Client(config.GOOGLE_CLIENT_ID, config.GOOGLE_CLIENT_SECRET, null);
     const tokens = await oauth.refreshAccessToken(config.GOOGLE_TOKEN_URL, stored.refreshToken, []).catch((error: unknown) => {

@@ -79,7 +79,10 @@ function openAiCompatibleEmbedder(config: Config, deadlineMs: number): Embedder 
         "embeddings",
       );
       const sorted = [...(body.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
-      return checked(sorted.map((d) => d.embedding), texts.length);
+      return checked(
+        sorted.map((d) => d.embedding),
+        texts.length,
+      );
     },
   };
 }
@@ -97,7 +100,11 @@ function checked(vectors: number[][] | undefined, expected: number): number[][] 
 /** Words (lightly stemmed) and their character trigrams, hashed into signed buckets, then normalized. */
 function embedLocally(text: string): number[] {
   const vector = new Array<number>(EMBEDDING_DIMENSIONS).fill(0);
-  const words = text.normalize("NFKC").toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  const words = text
+    .normalize("NFKC")
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter(Boolean);
   for (const raw of words) {
     const word = raw.length > 3 && raw.endsWith("s") && !raw.endsWith("ss") ? raw.slice(0, -1) : raw;
     add(vector, `w:${word}`, 1);

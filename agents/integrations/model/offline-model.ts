@@ -36,9 +36,23 @@ const VERBS: Array<[RegExp, string]> = [
 ];
 
 const PLURALS: Record<string, string> = {
-  books: "book", book: "book", movies: "movie", movie: "movie", films: "movie", film: "movie",
-  places: "place", place: "place", cities: "place", countries: "place", people: "person", persons: "person",
-  person: "person", notes: "note", note: "note", projects: "project", project: "project",
+  books: "book",
+  book: "book",
+  movies: "movie",
+  movie: "movie",
+  films: "movie",
+  film: "movie",
+  places: "place",
+  place: "place",
+  cities: "place",
+  countries: "place",
+  people: "person",
+  persons: "person",
+  person: "person",
+  notes: "note",
+  note: "note",
+  projects: "project",
+  project: "project",
 };
 
 /** What the last user message asks for. */
@@ -83,7 +97,9 @@ export class OfflineModel implements LanguageModelV4 {
 
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     const available = new Set((options.tools ?? []).map((t) => t.name));
-    const content = isFactExtraction(options) ? [text(JSON.stringify({ facts: offlineFacts(lastUserText(options.prompt)) }))] : respond(options.prompt, available);
+    const content = isFactExtraction(options)
+      ? [text(JSON.stringify({ facts: offlineFacts(lastUserText(options.prompt)) }))]
+      : respond(options.prompt, available);
     const calls = content.some((c) => c.type === "tool-call");
     const words = content.reduce((n, c) => n + (c.type === "text" ? c.text.split(/\s+/).length : 8), 0);
     return {
@@ -125,7 +141,9 @@ export class OfflineModel implements LanguageModelV4 {
 /** A structured-output request for fact extraction (agents/fact-extraction.ts), answered by the sentence rules. */
 function isFactExtraction(options: LanguageModelV4CallOptions): boolean {
   const system = options.prompt.find((m) => m.role === "system");
-  return options.responseFormat?.type === "json" && typeof system?.content === "string" && system.content.startsWith(FACT_EXTRACTION_MARKER);
+  return (
+    options.responseFormat?.type === "json" && typeof system?.content === "string" && system.content.startsWith(FACT_EXTRACTION_MARKER)
+  );
 }
 
 function lastUserText(prompt: LanguageModelV4Message[]): string {
@@ -147,10 +165,21 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
 
   switch (intent.kind) {
     case "capture": {
-      if (step === 0) return call("memory_capture", { type: intent.type, name: intent.name, ...(Object.keys(intent.properties).length ? { properties: intent.properties } : {}) });
+      if (step === 0)
+        return call("memory_capture", {
+          type: intent.type,
+          name: intent.name,
+          ...(Object.keys(intent.properties).length ? { properties: intent.properties } : {}),
+        });
       const result = outcomes[0]?.output as { created?: boolean; error?: string } | undefined;
       if (!result || result.error) return [text(`I couldn't save that just now${result?.error ? ` (${result.error})` : ""}.`)];
-      return [text(result.created ? `Noted: ${intent.name} (${intent.type}). I'll remember it.` : `I already had ${intent.name} (${intent.type}); I've updated it.`)];
+      return [
+        text(
+          result.created
+            ? `Noted: ${intent.name} (${intent.type}). I'll remember it.`
+            : `I already had ${intent.name} (${intent.type}); I've updated it.`,
+        ),
+      ];
     }
     case "list": {
       if (step === 0) return call("memory_recall", { query: intent.label, type: intent.type, limit: 50 });
@@ -160,7 +189,13 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
     case "about": {
       if (step === 0) return call("memory_recall", { query: intent.query, limit: 5 });
       const found = recalled(outcomes[0]?.output);
-      return [text(found.length ? `Here's what I remember: ${found.map((f) => `${f.name} (${f.type})`).join(", ")}.` : `I don't remember anything about ${intent.query}.`)];
+      return [
+        text(
+          found.length
+            ? `Here's what I remember: ${found.map((f) => `${f.name} (${f.type})`).join(", ")}.`
+            : `I don't remember anything about ${intent.query}.`,
+        ),
+      ];
     }
     case "forget": {
       if (step === 0) return call("memory_recall", { query: intent.name, limit: 1 });
@@ -171,10 +206,12 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
       return [text(archived ? `Done. I've forgotten ${target.name}.` : `I couldn't forget ${target.name} just now.`)];
     }
     case "chat":
-      return [text(
-        "I'm Soma, running on the built-in offline model. Tell me what you read, watched, visited or met " +
-          '("I just finished reading Dune"), ask "which books did I read?", or say "forget Dune".',
-      )];
+      return [
+        text(
+          "I'm Soma, running on the built-in offline model. Tell me what you read, watched, visited or met " +
+            '("I just finished reading Dune"), ask "which books did I read?", or say "forget Dune".',
+        ),
+      ];
   }
 }
 
@@ -206,11 +243,13 @@ function toolOutcomes(messages: LanguageModelV4Message[]): ToolOutcome[] {
 
 function recalled(output: unknown): Array<{ id: string; name: string; type: string }> {
   if (!Array.isArray(output)) return [];
-  return output
-    .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
-    .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id))
-    // A memory from email comes fenced as data (agents/turn/tools/untrusted-memory.ts); a reply shows the name alone.
-    .map((e) => ({ ...e, name: e.name.replace(/<\/?email-data>/g, "") }));
+  return (
+    output
+      .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
+      .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id))
+      // A memory from email comes fenced as data (agents/turn/tools/untrusted-memory.ts); a reply shows the name alone.
+      .map((e) => ({ ...e, name: e.name.replace(/<\/?email-data>/g, "") }))
+  );
 }
 
 function recalledNames(output: unknown): string[] {
@@ -231,7 +270,10 @@ function cleanTitle(raw: string, type: string): { name: string; properties: Reco
 }
 
 function stripQuotes(value: string): string {
-  return value.trim().replace(/^["'“‘«]+|["'”’»]+$/g, "").trim();
+  return value
+    .trim()
+    .replace(/^["'“‘«]+|["'”’»]+$/g, "")
+    .trim();
 }
 
 function promptSize(prompt: LanguageModelV4Message[]): number {

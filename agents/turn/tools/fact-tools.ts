@@ -11,7 +11,7 @@ import { embedOne } from "../../integrations/model/embeddings";
 import { emailRefusal, type ToolContext } from "./context";
 import type { GuardedTool } from "./untrusted-memory";
 
-const factId = z.uuid().describe("id of a fact from memory_recall (results of kind \"fact\")");
+const factId = z.uuid().describe('id of a fact from memory_recall (results of kind "fact")');
 
 export function factTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
@@ -21,7 +21,7 @@ export function factTools(context: ToolContext): ToolSet {
   return {
     fact_correct: tool({
       description:
-        "Correct a fact about the person when they say it changed or was wrong (\"I'm not vegetarian any more\"). Find the fact with memory_recall first; the old fact is kept as history.",
+        'Correct a fact about the person when they say it changed or was wrong ("I\'m not vegetarian any more"). Find the fact with memory_recall first; the old fact is kept as history.',
       inputSchema: z.object({
         factId,
         statement: z.string().trim().min(3).max(300).describe('The corrected claim in the third person, e.g. "Is not vegetarian"'),

@@ -50,10 +50,12 @@ export function memoryTools(context: ToolContext): ToolSet {
           .max(200)
           .refine(nameKeyFits, "the name is too long")
           .describe("The name or title, as the person said it"),
-        properties: properties.optional().describe("Details worth keeping, e.g. {author: \"Frank Herbert\"}"),
+        properties: properties.optional().describe('Details worth keeping, e.g. {author: "Frank Herbert"}'),
         happenedAt: dateOrTime
           .optional()
-          .describe("When it happened, only if the person said so (\"I finished Dune last week\" → that date): 2026-05-01, or a local date and time"),
+          .describe(
+            'When it happened, only if the person said so ("I finished Dune last week" → that date): 2026-05-01, or a local date and time',
+          ),
       }),
       execute: async ({ happenedAt, ...input }, { messages }) => {
         const refused = await refusal("memory_capture", [input.name], messages);
@@ -71,13 +73,17 @@ export function memoryTools(context: ToolContext): ToolSet {
 
     memory_recall: tool({
       description:
-        "Search the person's memories (kind \"entity\") and the facts you know about them (kind \"fact\") by meaning, words and spelling. Pass `type` to list every memory of a kind (\"which books did I read?\" → type book), since/until for a time (\"last month\"). Each result has toldAt and, when known, happenedAt.",
+        'Search the person\'s memories (kind "entity") and the facts you know about them (kind "fact") by meaning, words and spelling. Pass `type` to list every memory of a kind ("which books did I read?" → type book), since/until for a time ("last month"). Each result has toldAt and, when known, happenedAt.',
       inputSchema: z.object({
         query: z.string().trim().min(1).max(500),
         type: entityType.optional(),
         limit: z.number().int().min(1).max(50).default(10),
-        since: dateOrTime.optional().describe("Only what happened (else was told) from this date or time on: 2026-05-01 is that whole day, the person's local time"),
-        until: dateOrTime.optional().describe("Only what happened (else was told) up to this date or time, inclusive: 2026-05-31 includes that whole day"),
+        since: dateOrTime
+          .optional()
+          .describe("Only what happened (else was told) from this date or time on: 2026-05-01 is that whole day, the person's local time"),
+        until: dateOrTime
+          .optional()
+          .describe("Only what happened (else was told) up to this date or time, inclusive: 2026-05-31 includes that whole day"),
       }),
       execute: async ({ since, until, ...input }) => {
         const window = recallWindow({ since, until }, context.timezone ?? "UTC");
@@ -118,7 +124,12 @@ export function memoryTools(context: ToolContext): ToolSet {
       inputSchema: z.object({
         fromId: entityId,
         toId: entityId,
-        type: z.string().trim().toLowerCase().regex(/^[a-z][a-z_]{0,39}$/).describe("relation in snake_case, e.g. written_by, lives_in"),
+        type: z
+          .string()
+          .trim()
+          .toLowerCase()
+          .regex(/^[a-z][a-z_]{0,39}$/)
+          .describe("relation in snake_case, e.g. written_by, lives_in"),
       }),
       execute: async (input, { messages }) => {
         const refused = await refusal("memory_relate", { entityIds: [input.fromId, input.toId] }, messages);
@@ -141,7 +152,9 @@ export function memoryTools(context: ToolContext): ToolSet {
         text: z.string().trim().min(1).max(1000),
         at: z.iso
           .datetime({ offset: true, local: true })
-          .describe("When, in the future: the person's local date and time without an offset (2026-11-24T09:00), or ISO 8601 with an offset or Z"),
+          .describe(
+            "When, in the future: the person's local date and time without an offset (2026-11-24T09:00), or ISO 8601 with an offset or Z",
+          ),
       }),
       execute: async ({ text, at }, { messages }) => {
         const refused = await refusal("schedule_create", [text], messages);

@@ -31,7 +31,10 @@ export function fenceEmailDerived(results: RecallResult[]): RecalledMemory[] {
   return results.map((result) => {
     if (result.kind !== "entity" || result.source?.kind !== MAIL_SOURCE_KIND) return result;
     const properties = Object.fromEntries(
-      Object.entries(result.entity.properties).map(([key, value]) => [key, typeof value === "string" ? fence(value, MAX_MAIL_TEXT) : value]),
+      Object.entries(result.entity.properties).map(([key, value]) => [
+        key,
+        typeof value === "string" ? fence(value, MAX_MAIL_TEXT) : value,
+      ]),
     );
     return {
       ...result,
@@ -48,7 +51,14 @@ function fence(text: string, max: number): string {
   return `${EMAIL_DATA_OPEN}${inner}${EMAIL_DATA_CLOSE}`;
 }
 
-export type GuardedTool = "memory_capture" | "memory_update" | "memory_forget" | "memory_relate" | "schedule_create" | "fact_correct" | "fact_forget";
+export type GuardedTool =
+  | "memory_capture"
+  | "memory_update"
+  | "memory_forget"
+  | "memory_relate"
+  | "schedule_create"
+  | "fact_correct"
+  | "fact_forget";
 
 /** Words the person's own message must contain for each action (memory_capture needs its name said instead). */
 const ASKS: Record<GuardedTool, { words: RegExp | null; action: string }> = {
@@ -57,11 +67,18 @@ const ASKS: Record<GuardedTool, { words: RegExp | null; action: string }> = {
   memory_update: { words: /\b(update|change|correct|fix|edit|rename|add|set|save|note)\b/i, action: "change a memory" },
   memory_relate: { words: /\b(link|relate|connect|add|save|note)\b/i, action: "link memories" },
   schedule_create: { words: /\b(remind|reminder|reminders|schedule|alarm)\b/i, action: "set a reminder" },
-  fact_correct: { words: /\b(not|no|never|any ?more|longer|now|wrong|actually|instead|correct|change|update|fix|moved|stopped|quit)\b|n't\b/i, action: "correct what you know about them" },
+  fact_correct: {
+    words: /\b(not|no|never|any ?more|longer|now|wrong|actually|instead|correct|change|update|fix|moved|stopped|quit)\b|n't\b/i,
+    action: "correct what you know about them",
+  },
   fact_forget: { words: /\b(forget|delete|remove|erase)\b/i, action: "forget anything" },
 };
 
-const STOPWORDS = new Set("the and for with from that this what when where which who how did does are was were you your about have has her his its our their them they she him".split(" "));
+const STOPWORDS = new Set(
+  "the and for with from that this what when where which who how did does are was were you your about have has her his its our their them they she him".split(
+    " ",
+  ),
+);
 
 /**
  * Null when the call may act; otherwise the error the tool answers with. `targets` are the names of

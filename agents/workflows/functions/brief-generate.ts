@@ -9,7 +9,13 @@ import { briefRequested } from "../events";
 
 export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
-    { id: "brief-generate", name: "Compose and send the morning brief", triggers: [briefRequested], concurrency: { key: "event.data.userId", limit: 1 }, retries: 3 },
+    {
+      id: "brief-generate",
+      name: "Compose and send the morning brief",
+      triggers: [briefRequested],
+      concurrency: { key: "event.data.userId", limit: 1 },
+      retries: 3,
+    },
     async ({ event, step }) => {
       const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
       const brief = await step.run("compose", () =>

@@ -61,7 +61,13 @@ export function mailIngest(inngest: InngestClient, deps: WorkflowDeps) {
         unstorable.push(...batch.unstorable);
       }
       await step.run("save-position", () => deps.db.withUser(note.userId, (tx) => saveMailState(tx, { historyId: plan.historyId })));
-      return { listed: plan.messageIds.length, recorded, ...(unstorable.length ? { unstorable } : {}), resynced: plan.resynced, historyId: plan.historyId };
+      return {
+        listed: plan.messageIds.length,
+        recorded,
+        ...(unstorable.length ? { unstorable } : {}),
+        resynced: plan.resynced,
+        historyId: plan.historyId,
+      };
     },
   );
 }
@@ -99,7 +105,12 @@ async function newMessages(gmail: GmailClient, startHistoryId: string | null, no
  * Reads one message's metadata and records it: "known" when it was already recorded or is gone,
  * "unstorable" when the store refused it for good (logged with its Gmail message id, then skipped).
  */
-async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: string, id: string): Promise<"recorded" | "known" | "unstorable"> {
+async function ingestMessage(
+  deps: WorkflowDeps,
+  gmail: GmailClient,
+  userId: string,
+  id: string,
+): Promise<"recorded" | "known" | "unstorable"> {
   const message = await gmailCall(() => gmail.message(id)).catch((error: unknown) => {
     if (error instanceof NonRetriableError && /answered 404/.test(error.message)) return null; // deleted since
     throw error;
@@ -123,7 +134,14 @@ async function ingestMessage(deps: WorkflowDeps, gmail: GmailClient, userId: str
     // The transaction rolled back whole: no half-recorded message. Only the database's own words are
     // logged (drizzle's message would repeat the email's texts as query parameters).
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-    logJson("error", { workflow: "mail-ingest", userId, messageId: message.id, skipped: true, code: (cause as { code?: unknown }).code, error: describeError(cause) });
+    logJson("error", {
+      workflow: "mail-ingest",
+      userId,
+      messageId: message.id,
+      skipped: true,
+      code: (cause as { code?: unknown }).code,
+      error: describeError(cause),
+    });
     return "unstorable";
   }
 }

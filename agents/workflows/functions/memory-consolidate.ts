@@ -96,7 +96,12 @@ async function embedMissing(deps: WorkflowDeps, userId: string, limit: number): 
     const vectors = await deps.embedder.embed(batch.map((m) => m.text));
     // Paired by position: a short or long answer would put vectors on the wrong rows.
     if (vectors.length !== batch.length) throw new Error(`the embedder answered ${vectors.length} embeddings for ${batch.length} texts`);
-    stored += await deps.db.withUser(userId, (tx) => storeEmbeddings(tx, batch.map((m, i) => ({ ...m, embedding: vectors[i]! }))));
+    stored += await deps.db.withUser(userId, (tx) =>
+      storeEmbeddings(
+        tx,
+        batch.map((m, i) => ({ ...m, embedding: vectors[i]! })),
+      ),
+    );
   }
   return { found: missing.length, stored };
 }

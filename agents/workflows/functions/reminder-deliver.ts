@@ -23,7 +23,10 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
         }),
       );
       if ("skipped" in due) {
-        return { delivered: false, reason: due.skipped === "cancelled" ? "cancelled by the person" : "not scheduled (already delivered or removed)" };
+        return {
+          delivered: false,
+          reason: due.skipped === "cancelled" ? "cancelled by the person" : "not scheduled (already delivered or removed)",
+        };
       }
       if (due.chatId === null) {
         await step.run("no-chat", () => deps.db.withUser(reminder.userId, (tx) => finishReminder(tx, reminder.eventId, "undeliverable")));

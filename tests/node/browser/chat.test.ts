@@ -11,7 +11,11 @@ const WEBHOOK_SECRET = "browser-test-secret";
 let session: Session;
 
 beforeAll(async () => {
-  session = await startSession({ TELEGRAM_BOT_TOKEN: "515151:browser-test-token", TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET, TELEGRAM_API_ROOT: standIn });
+  session = await startSession({
+    TELEGRAM_BOT_TOKEN: "515151:browser-test-token",
+    TELEGRAM_WEBHOOK_SECRET: WEBHOOK_SECRET,
+    TELEGRAM_API_ROOT: standIn,
+  });
 }, 120_000);
 afterAll(() => session?.stop());
 
@@ -23,7 +27,13 @@ async function telegram(chatId: number, text: string): Promise<void> {
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": WEBHOOK_SECRET },
     body: JSON.stringify({
       update_id: updateId,
-      message: { message_id: updateId, date: Math.floor(Date.now() / 1000), chat: { id: chatId, type: "private" }, from: { id: chatId, is_bot: false, first_name: "Tess" }, text },
+      message: {
+        message_id: updateId,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: chatId, type: "private" },
+        from: { id: chatId, is_bot: false, first_name: "Tess" },
+        text,
+      },
     }),
   });
   expect(response.status).toBe(200);
@@ -56,7 +66,9 @@ describe("the chat page", () => {
 
     // Keyboard only: the message box has focus on arrival.
     const box = page.getByRole("textbox", { name: "Message" });
-    expect(await box.evaluate((el) => (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement === el)).toBe(true);
+    expect(
+      await box.evaluate((el) => (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement === el),
+    ).toBe(true);
     await page.keyboard.type("I just finished reading Dune");
     await page.keyboard.press("Enter");
     const reply = page.getByRole("article", { name: "From Soma" }).last();
@@ -76,7 +88,9 @@ describe("the chat page", () => {
     expect(await box.inputValue()).toBe("Which books did I read?\nAll of them");
     expect(await page.getByRole("article", { name: "From you" }).count()).toBe(1);
     await page.keyboard.press("Enter");
-    await expect.poll(() => page.getByRole("article", { name: "From you" }).last().innerText(), { timeout: 15_000 }).toContain("Which books did I read?\nAll of them");
+    await expect
+      .poll(() => page.getByRole("article", { name: "From you" }).last().innerText(), { timeout: 15_000 })
+      .toContain("Which books did I read?\nAll of them");
     await expect.poll(() => page.getByRole("link", { name: "recalled 1" }).count(), { timeout: 15_000 }).toBe(1);
     await screenshots(page, "chat-conversation");
     expect(await fitsWidth(page)).toBe(true);
@@ -142,8 +156,12 @@ describe("the chat page", () => {
     await page.getByRole("button", { name: "Continue to Soma" }).click();
     await page.waitForURL(`${session.app.url}/app`);
     const told = page.getByRole("article", { name: "From you" }).first();
-    await expect.poll(() => told.innerText(), { timeout: 10_000 }).toMatch(/^You · Telegram(?: · [^\n]+)?\n+I just finished reading Anathem$/);
-    expect(await page.getByRole("article", { name: "From Soma" }).first().innerText()).toMatch(/^Soma · Telegram(?: · [^\n]+)?\n+.*Anathem/);
+    await expect
+      .poll(() => told.innerText(), { timeout: 10_000 })
+      .toMatch(/^You · Telegram(?: · [^\n]+)?\n+I just finished reading Anathem$/);
+    expect(await page.getByRole("article", { name: "From Soma" }).first().innerText()).toMatch(
+      /^Soma · Telegram(?: · [^\n]+)?\n+.*Anathem/,
+    );
 
     // A Telegram message while the page is open arrives live, with its time.
     await telegram(chatId, "I watched Arrival");

@@ -37,21 +37,38 @@ afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 describe("the chat page's first load", () => {
   it("is the entry, the stylesheet and the chat chunk, without the other pages' chunks or text", () => {
     const names = load.firstLoad.map((f) => f.name);
-    expect(names).toEqual(expect.arrayContaining(["styles.css", expect.stringMatching(/^assets\/index-.*\.js$/), expect.stringMatching(/^assets\/chat-.*\.js$/)]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "styles.css",
+        expect.stringMatching(/^assets\/index-.*\.js$/),
+        expect.stringMatching(/^assets\/chat-.*\.js$/),
+      ]),
+    );
     for (const [page, marker] of Object.entries(OTHER_PAGES)) {
-      expect(names.some((name) => name.startsWith(`assets/${page}-`)), page).toBe(false);
+      expect(
+        names.some((name) => name.startsWith(`assets/${page}-`)),
+        page,
+      ).toBe(false);
       const holders = load.firstLoad.filter((f) => readFileSync(join(outDir, f.name), "utf8").includes(marker));
-      expect(holders.map((f) => f.name), page).toEqual([]);
+      expect(
+        holders.map((f) => f.name),
+        page,
+      ).toEqual([]);
       // The page still exists, in a chunk of its own that loads on demand.
       const deferred = load.deferred.filter((f) => readFileSync(join(outDir, f.name), "utf8").includes(marker));
-      expect(deferred.map((f) => f.name), page).toEqual([expect.stringMatching(new RegExp(`^assets/${page}-`))]);
+      expect(
+        deferred.map((f) => f.name),
+        page,
+      ).toEqual([expect.stringMatching(new RegExp(`^assets/${page}-`))]);
     }
     expect(readFileSync(join(outDir, names.find((n) => n.includes("/chat-"))!), "utf8")).toContain("Connection lost. Reconnecting…");
   });
 
   it("has no chunk over 500 kB and stays under 170 KiB gzipped", () => {
     for (const file of [...load.firstLoad, ...load.deferred]) expect(file.bytes, file.name).toBeLessThan(500 * 1024);
-    console.log(`chat page first load: ${(load.gzipBytes / 1024).toFixed(1)} KiB gzipped (${load.firstLoad.map((f) => f.name).join(", ")})`);
+    console.log(
+      `chat page first load: ${(load.gzipBytes / 1024).toFixed(1)} KiB gzipped (${load.firstLoad.map((f) => f.name).join(", ")})`,
+    );
     expect(load.gzipBytes).toBeLessThan(170 * 1024);
   });
 });

@@ -30,7 +30,11 @@ async function seedFacts(userId: string): Promise<void> {
 }
 
 const statements = (page: Page) => page.getByTestId("fact").locator(".fact-statement").allInnerTexts();
-const facts = (page: Page) => page.evaluate(() => fetch("/api/facts").then((r) => r.json())) as Promise<{ current: Array<{ statement: string }>; superseded: Array<{ statement: string }> }>;
+const facts = (page: Page) =>
+  page.evaluate(() => fetch("/api/facts").then((r) => r.json())) as Promise<{
+    current: Array<{ statement: string }>;
+    superseded: Array<{ statement: string }>;
+  }>;
 
 describe("the Facts page", () => {
   let page: Page;
@@ -45,7 +49,9 @@ describe("the Facts page", () => {
 
   it("says Soma knows nothing yet before any fact is learned", async () => {
     await page.getByRole("link", { name: "Facts" }).click();
-    await expect.poll(() => page.getByText("Soma does not know anything about you yet.", { exact: false }).count(), { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => page.getByText("Soma does not know anything about you yet.", { exact: false }).count(), { timeout: 10_000 })
+      .toBe(1);
     expect(await page.getByRole("link", { name: "Facts" }).getAttribute("aria-current")).toBe("page");
     await screenshots(page, "facts-empty");
     await seedFacts(userId);
@@ -59,7 +65,9 @@ describe("the Facts page", () => {
     expect(await munich.innerText()).toMatch(/90% sure\s+From Telegram · [^·]*\d\d:\d\d · “I moved to Munich last month”/);
     expect(await page.getByTestId("fact").filter({ hasText: "Likes green tea" }).innerText()).toContain("40% sure");
     // Since when it holds, where the person said so.
-    expect(await page.getByTestId("fact").filter({ hasText: "Works as a nurse" }).innerText()).toMatch(/Works as a nurse\s+since 1 March 2019\s+70% sure/);
+    expect(await page.getByTestId("fact").filter({ hasText: "Works as a nurse" }).innerText()).toMatch(
+      /Works as a nurse\s+since 1 March 2019\s+70% sure/,
+    );
     expect(await munich.innerText()).not.toContain("since");
     // The history is there, collapsed under the fact that replaced it.
     const earlier = munich.getByText("Earlier (2)");
@@ -68,7 +76,9 @@ describe("the Facts page", () => {
     await expect.poll(() => fitsWidth(page)).toBe(true);
     await screenshots(page, "facts-list");
     await earlier.click();
-    expect(await munich.getByRole("list", { name: "Superseded facts" }).innerText()).toMatch(/Lives in Berlin · replaced .*\n?.*Lives in Hamburg/s);
+    expect(await munich.getByRole("list", { name: "Superseded facts" }).innerText()).toMatch(
+      /Lives in Berlin · replaced .*\n?.*Lives in Hamburg/s,
+    );
     await screenshots(page, "facts-history");
   });
 
@@ -77,7 +87,11 @@ describe("the Facts page", () => {
     await page.keyboard.press("Enter");
     const form = page.getByRole("form", { name: "Correct “Likes green tea”" });
     const input = form.getByRole("textbox", { name: "What is true" });
-    await expect.poll(() => input.evaluate((el) => (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement === el)).toBe(true);
+    await expect
+      .poll(() =>
+        input.evaluate((el) => (el as unknown as { ownerDocument: { activeElement: unknown } }).ownerDocument.activeElement === el),
+      )
+      .toBe(true);
     await input.fill("Likes black tea");
     await screenshots(page, "facts-correct");
     await input.press("Enter");
@@ -97,7 +111,11 @@ describe("the Facts page", () => {
     await page.evaluate(async () => {
       const { current } = (await fetch("/api/facts").then((r) => r.json())) as { current: Array<{ id: string; statement: string }> };
       const id = current.find((f) => f.statement === "Lives in Munich")!.id;
-      await fetch(`/api/facts/${id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ statement: "Lives in Augsburg" }) });
+      await fetch(`/api/facts/${id}`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ statement: "Lives in Augsburg" }),
+      });
     });
     await munich.getByRole("textbox", { name: "What is true" }).fill("Lives in Munich-Schwabing");
     await munich.getByRole("button", { name: "Save correction" }).click();

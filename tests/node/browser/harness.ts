@@ -28,7 +28,15 @@ export async function startSession(env: Record<string, string> = {}): Promise<Se
   );
   const browser = await chromium.launch({
     executablePath: "/usr/bin/chromium",
-    args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--headless",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--no-first-run",
+    ],
   });
   return {
     app,
@@ -105,7 +113,9 @@ export async function checkLoadStates(
   fail = true;
   await page.reload();
   const title = options.what.charAt(0).toUpperCase() + options.what.slice(1);
-  await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain(`${title} could not be loaded: Something went wrong on our side.`);
+  await expect
+    .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
+    .toContain(`${title} could not be loaded: Something went wrong on our side.`);
   await screenshots(page, `${options.shot}-error`);
   fail = false;
   await page.getByRole("button", { name: "Try again" }).click();

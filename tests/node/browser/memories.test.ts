@@ -19,7 +19,8 @@ async function seedMemories(userId: string): Promise<void> {
       select ${userId}, 'note', 'Note ' || n, 'note ' || n, now() - interval '2 days' - n * interval '1 minute', now() - interval '2 days' - n * interval '1 minute' from generate_series(1, 130) n`;
     const [source] = await sql`insert into sources (user_id, kind, external_id, payload, created_at)
       values (${userId}, 'telegram', '42:7', ${sql.json({ text: "I just finished Dune" })}, now() - interval '1 hour') returning id`;
-    const [dune] = await sql`insert into entities (user_id, type, name, normalized_name, properties, source_id, created_at, told_at, happened_at)
+    const [dune] =
+      await sql`insert into entities (user_id, type, name, normalized_name, properties, source_id, created_at, told_at, happened_at)
       values (${userId}, 'book', 'Dune', 'dune', ${sql.json({ author: "Frank Herbert" })}, ${source!.id}, now() - interval '1 hour', now() - interval '1 hour', timestamptz '2024-02-03T10:00:00Z') returning id`;
     const [herbert] = await sql`insert into entities (user_id, type, name, normalized_name, created_at, told_at)
       values (${userId}, 'person', 'Frank Herbert', 'frank herbert', now() - interval '50 minutes', now() - interval '50 minutes') returning id`;
@@ -119,7 +120,9 @@ describe("the Memories pages", () => {
     await page.getByRole("button", { name: "Edit" }).click();
     await page.getByRole("textbox", { name: "Name", exact: true }).fill("emma");
     await page.getByRole("button", { name: "Save" }).click();
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toBe("Another memory is already called “Emma” (book).");
+    await expect
+      .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
+      .toBe("Another memory is already called “Emma” (book).");
     await screenshots(page, "memory-edit-conflict");
     await page.getByRole("button", { name: "Cancel" }).click();
     expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Dune Messiah");
@@ -152,7 +155,9 @@ describe("the Memories pages", () => {
     });
 
     await page.goto(`${session.app.url}/app/memories?memory=${crypto.randomUUID()}`);
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("This memory could not be shown: No such memory.");
+    await expect
+      .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
+      .toContain("This memory could not be shown: No such memory.");
     await screenshots(page, "memory-not-found");
   });
 });

@@ -49,7 +49,13 @@ describe("the Reminders page", () => {
     await screenshots(page, "reminders-empty");
     await seedReminders(userId);
     // The person lives in New York; the browser says Berlin. The page follows the person.
-    await page.evaluate(() => fetch("/api/me/timezone", { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ timezone: "America/New_York" }) }));
+    await page.evaluate(() =>
+      fetch("/api/me/timezone", {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ timezone: "America/New_York" }),
+      }),
+    );
     await page.reload();
   });
 
@@ -58,13 +64,14 @@ describe("the Reminders page", () => {
     expect(await page.getByText("Times are in America/New_York").count()).toBe(1);
     expect(await page.getByTestId("reminder").filter({ hasText: "call mum" }).innerText()).toContain("Tuesday, 15 January 2030 at 10:00");
     expect(await texts(page, "Past")).toEqual(["take out the bins", "book tickets", "dentist", "renew passport"]);
-    const status = (text: string) => page.getByRole("list", { name: "Past" }).getByTestId("reminder").filter({ hasText: text }).locator(".badge").innerText();
-    expect([await status("take out the bins"), await status("book tickets"), await status("dentist"), await status("renew passport")]).toEqual([
-      "being sent",
-      "cancelled",
-      "could not be sent",
-      "sent",
-    ]);
+    const status = (text: string) =>
+      page.getByRole("list", { name: "Past" }).getByTestId("reminder").filter({ hasText: text }).locator(".badge").innerText();
+    expect([
+      await status("take out the bins"),
+      await status("book tickets"),
+      await status("dentist"),
+      await status("renew passport"),
+    ]).toEqual(["being sent", "cancelled", "could not be sent", "sent"]);
     expect(await page.getByRole("list", { name: "Past" }).getByRole("button").count()).toBe(0);
     await page.setViewportSize(PHONE);
     await expect.poll(() => fitsWidth(page)).toBe(true);
@@ -82,7 +89,9 @@ describe("the Reminders page", () => {
     await page.getByRole("button", { name: "Cancel reminder “call mum”" }).focus();
     await page.keyboard.press("Enter");
     await page.getByRole("button", { name: "Cancel reminder", exact: true }).click();
-    await expect.poll(() => page.getByRole("status").innerText(), { timeout: 10_000 }).toContain("Cancelled “call mum”. It will not be sent.");
+    await expect
+      .poll(() => page.getByRole("status").innerText(), { timeout: 10_000 })
+      .toContain("Cancelled “call mum”. It will not be sent.");
     expect(await texts(page, "Upcoming")).toEqual(["water the plants"]);
     expect((await texts(page, "Past"))[0]).toBe("call mum");
     await screenshots(page, "reminders-cancelled");
@@ -94,9 +103,14 @@ describe("the Reminders page", () => {
   it("says so when the reminder is already being sent", async () => {
     await page.getByRole("button", { name: "Cancel reminder “water the plants”" }).click();
     // The delivery workflow picks it up meanwhile.
-    await asOwner(session, (sql) => sql`update events set status = 'delivering' where user_id = ${userId} and payload ->> 'text' = 'water the plants'`);
+    await asOwner(
+      session,
+      (sql) => sql`update events set status = 'delivering' where user_id = ${userId} and payload ->> 'text' = 'water the plants'`,
+    );
     await page.getByRole("button", { name: "Cancel reminder", exact: true }).click();
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toBe("Could not cancel it: This reminder is being sent right now.");
+    await expect
+      .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
+      .toBe("Could not cancel it: This reminder is being sent right now.");
     await screenshots(page, "reminders-too-late");
   });
 

@@ -9,16 +9,24 @@ import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, st
 
 let session: Session;
 beforeAll(async () => {
-  session = await startSession({ TELEGRAM_BOT_USERNAME: "soma_browser_bot", GOOGLE_CLIENT_ID: "browser-test-client", GOOGLE_CLIENT_SECRET: "browser-test-secret", TOKEN_ENCRYPTION_KEY: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" });
+  session = await startSession({
+    TELEGRAM_BOT_USERNAME: "soma_browser_bot",
+    GOOGLE_CLIENT_ID: "browser-test-client",
+    GOOGLE_CLIENT_SECRET: "browser-test-secret",
+    TOKEN_ENCRYPTION_KEY: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+  });
 }, 120_000);
 afterAll(() => session?.stop());
 
 /** A book, its author, how they relate, a fact and a reminder, as the developer's. */
 async function seedMemory(userId: string): Promise<void> {
   await asOwner(session, async (sql) => {
-    const [source] = await sql`insert into sources (user_id, kind, external_id, payload) values (${userId}, 'telegram', '42:7', ${sql.json({ text: "I just finished Dune" })}) returning id`;
-    const [dune] = await sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${userId}, 'book', 'Dune', 'dune', ${source!.id}) returning id`;
-    const [herbert] = await sql`insert into entities (user_id, type, name, normalized_name) values (${userId}, 'person', 'Frank Herbert', 'frank herbert') returning id`;
+    const [source] =
+      await sql`insert into sources (user_id, kind, external_id, payload) values (${userId}, 'telegram', '42:7', ${sql.json({ text: "I just finished Dune" })}) returning id`;
+    const [dune] =
+      await sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${userId}, 'book', 'Dune', 'dune', ${source!.id}) returning id`;
+    const [herbert] =
+      await sql`insert into entities (user_id, type, name, normalized_name) values (${userId}, 'person', 'Frank Herbert', 'frank herbert') returning id`;
     await sql`insert into edges (user_id, from_id, to_id, type) values (${userId}, ${dune!.id}, ${herbert!.id}, 'written_by')`;
     await sql`insert into facts (user_id, statement, category, subject, confidence, source_id) values (${userId}, 'Reads science fiction', 'preference', 'reading', 0.8, ${source!.id})`;
     await sql`insert into events (user_id, kind, occurred_at, payload, status) values (${userId}, 'reminder', now() - interval '1 day', ${sql.json({ text: "return Dune" })}, 'delivered')`;
@@ -39,9 +47,14 @@ function anotherFile(file: string): string {
     .replaceAll('"42:7"', '"42:8"');
 }
 
-const me = (page: Page) => page.evaluate(() => fetch("/api/me").then((r) => r.json())) as Promise<{ id: string; timezone: string; google: { connected: boolean } }>;
+const me = (page: Page) =>
+  page.evaluate(() => fetch("/api/me").then((r) => r.json())) as Promise<{ id: string; timezone: string; google: { connected: boolean } }>;
 const memoryNames = (page: Page) =>
-  page.evaluate(() => fetch("/api/memories").then((r) => r.json() as Promise<{ memories: Array<{ name: string }> }>).then((b) => b.memories.map((m) => m.name).sort()));
+  page.evaluate(() =>
+    fetch("/api/memories")
+      .then((r) => r.json() as Promise<{ memories: Array<{ name: string }> }>)
+      .then((b) => b.memories.map((m) => m.name).sort()),
+  );
 
 describe("the Settings page", () => {
   let page: Page;
@@ -79,8 +92,13 @@ describe("the Settings page", () => {
     const text = await page.locator(".settings").innerText();
     expect(text).toContain("Not linked. This account began on the web");
     expect(await page.getByRole("link", { name: "@soma_browser_bot" }).getAttribute("href")).toBe("https://t.me/soma_browser_bot");
-    expect(await page.getByRole("link", { name: "Connect Gmail (read-only)" }).getAttribute("href")).toBe("/auth/google/start?intent=connect");
-    await asOwner(session, (sql) => sql`insert into oauth_connections (user_id, provider, account_email) values (${userId}, 'google', 'dev@example.com')`);
+    expect(await page.getByRole("link", { name: "Connect Gmail (read-only)" }).getAttribute("href")).toBe(
+      "/auth/google/start?intent=connect",
+    );
+    await asOwner(
+      session,
+      (sql) => sql`insert into oauth_connections (user_id, provider, account_email) values (${userId}, 'google', 'dev@example.com')`,
+    );
     await page.reload();
     await expect.poll(() => page.getByText("Connected: Soma reads dev@example.com (read-only).").count(), { timeout: 10_000 }).toBe(1);
     expect(await page.getByRole("link", { name: "Connect Gmail (read-only)" }).count()).toBe(0);
@@ -89,38 +107,51 @@ describe("the Settings page", () => {
   });
 
   it("downloads the export, previews an import's counts without writing, then imports it", async () => {
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download my data (JSON)" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: "Download my data (JSON)" }).click(),
+    ]);
     expect(download.suggestedFilename()).toMatch(/^soma-export-\d{4}-\d\d-\d\d\.json$/);
     const exported = readFileSync((await download.path())!, "utf8");
-    expect(JSON.parse(exported)).toMatchObject({ format: "soma-export", version: 1, entities: [expect.objectContaining({ name: "Dune" }), expect.objectContaining({ name: "Frank Herbert" })] });
+    expect(JSON.parse(exported)).toMatchObject({
+      format: "soma-export",
+      version: 1,
+      entities: [expect.objectContaining({ name: "Dune" }), expect.objectContaining({ name: "Frank Herbert" })],
+    });
 
     const before = await memoryNames(page);
     const picker = page.getByLabel("Export file to import");
     await picker.setInputFiles({ name: "from-a-friend.json", mimeType: "application/json", buffer: Buffer.from(anotherFile(exported)) });
     const preview = page.getByRole("group", { name: "Import preview" });
-    await expect.poll(() => preview.innerText(), { timeout: 10_000 }).toContain(
-      "Importing from-a-friend.json would add 2 memories, 1 fact, 1 relation, 1 event or reminder, 1 source message.",
-    );
+    await expect
+      .poll(() => preview.innerText(), { timeout: 10_000 })
+      .toContain("Importing from-a-friend.json would add 2 memories, 1 fact, 1 relation, 1 event or reminder, 1 source message.");
     await screenshots(page, "settings-import-preview");
     expect(await memoryNames(page)).toEqual(before);
 
     await preview.getByRole("button", { name: "Import" }).click();
-    await expect.poll(() => page.getByRole("status").innerText(), { timeout: 10_000 }).toContain(
-      "Imported from-a-friend.json: added 2 memories, 1 fact, 1 relation, 1 event or reminder, 1 source message.",
-    );
+    await expect
+      .poll(() => page.getByRole("status").innerText(), { timeout: 10_000 })
+      .toContain("Imported from-a-friend.json: added 2 memories, 1 fact, 1 relation, 1 event or reminder, 1 source message.");
     expect(await memoryNames(page)).toEqual(["Dune", "Frank Herbert", "Solaris", "Stanisław Lem"]);
     await screenshots(page, "settings-imported");
 
     // Its own export again: nothing to add, so nothing to apply.
     await picker.setInputFiles({ name: "mine.json", mimeType: "application/json", buffer: Buffer.from(exported) });
-    await expect.poll(() => page.getByRole("group", { name: "Import preview" }).innerText(), { timeout: 10_000 }).toContain("mine.json holds nothing you do not already have.");
+    await expect
+      .poll(() => page.getByRole("group", { name: "Import preview" }).innerText(), { timeout: 10_000 })
+      .toContain("mine.json holds nothing you do not already have.");
     expect(await page.getByRole("group", { name: "Import preview" }).getByRole("button", { name: "Import" }).count()).toBe(0);
     await page.getByRole("button", { name: "Close" }).click();
   });
 
   it("refuses a file that is not a Soma export, saying why", async () => {
-    await page.getByLabel("Export file to import").setInputFiles({ name: "notes.json", mimeType: "application/json", buffer: Buffer.from('{"hello": "world"}') });
-    await expect.poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 }).toContain("notes.json cannot be imported: Not a Soma export file");
+    await page
+      .getByLabel("Export file to import")
+      .setInputFiles({ name: "notes.json", mimeType: "application/json", buffer: Buffer.from('{"hello": "world"}') });
+    await expect
+      .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
+      .toContain("notes.json cannot be imported: Not a Soma export file");
     await screenshots(page, "settings-import-error");
     await page.getByRole("button", { name: "Dismiss" }).click();
     expect(await page.getByRole("alert").count()).toBe(0);
@@ -129,7 +160,7 @@ describe("the Settings page", () => {
   it("signs out", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.waitForURL(`${session.app.url}/login`);
-    expect((await page.evaluate(() => fetch("/api/me").then((r) => r.status)))).toBe(401);
+    expect(await page.evaluate(() => fetch("/api/me").then((r) => r.status))).toBe(401);
   });
 
   it("deletes everything only after the phrase is typed", async () => {
@@ -146,7 +177,11 @@ describe("the Settings page", () => {
     await screenshots(page, "settings-delete-confirm");
     await remove.click();
     await page.waitForURL(`${session.app.url}/login`, { timeout: 20_000 });
-    const left = await asOwner(session, (sql) => sql`select (select count(*) from entities where user_id = ${userId})::int as entities, (select count(*) from auth.users where id = ${userId})::int as users`);
+    const left = await asOwner(
+      session,
+      (sql) =>
+        sql`select (select count(*) from entities where user_id = ${userId})::int as entities, (select count(*) from auth.users where id = ${userId})::int as users`,
+    );
     expect(left[0]).toEqual({ entities: 0, users: 0 });
   });
 });

@@ -25,12 +25,21 @@ type SentEvent = { name: string; id: string; data: { userId: string; date: strin
 /** Each entity in its own transaction, so created_at (the transaction's now()) orders them. */
 async function capture(userId: string, type: string, name: string, properties: Record<string, unknown> = {}) {
   return testDb().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "telegram", externalId: `msg-${crypto.randomUUID()}`, payload: { text: `about ${name}` } });
+    const sourceId = await recordSource(tx, userId, {
+      kind: "telegram",
+      externalId: `msg-${crypto.randomUUID()}`,
+      payload: { text: `about ${name}` },
+    });
     return (await captureEntity(tx, userId, { type, name, properties, embedding: null, sourceId })).entityId;
   });
 }
 
-async function email(userId: string, from: { name: string | null; email: string }, subject: string, receivedAt = new Date(Date.now() - 2 * HOUR)) {
+async function email(
+  userId: string,
+  from: { name: string | null; email: string },
+  subject: string,
+  receivedAt = new Date(Date.now() - 2 * HOUR),
+) {
   await testDb().withUser(userId, (tx) =>
     recordEmail(tx, userId, { messageId: `gm-${crypto.randomUUID()}`, threadId: null, from, subject, receivedAt, snippet: subject }, null),
   );
@@ -60,7 +69,9 @@ function stepsRun(ctx: { step: { run: unknown } }): string[] {
 const sendEventsMocked = () => [0, 1, 2, 3].map((i) => ({ id: `request-briefs-${i}`, handler: () => ({ ids: [] }) }));
 
 async function fanOutAt(now: Date) {
-  const { result, error, ctx } = await runOnce(testWorkflows({ now }).functions.morningBriefCron, cronTick("TZ=UTC 0 * * * *"), { steps: sendEventsMocked() });
+  const { result, error, ctx } = await runOnce(testWorkflows({ now }).functions.morningBriefCron, cronTick("TZ=UTC 0 * * * *"), {
+    steps: sendEventsMocked(),
+  });
   expect(error).toBeUndefined();
   const calls = (ctx.step.sendEvent as unknown as Spy).mock.calls as Array<[string, SentEvent[]]>;
   // The payloads as they go out (eventType(...).create adds a validate() and empty optional fields).
@@ -79,7 +90,9 @@ describe("morning-brief-cron", () => {
     expect(calls.length).toBeGreaterThan(0);
     expect(calls[0]![0]).toBe("request-briefs-0");
     const mine = events.filter((e) => [berlin.id, utc.id, newYork.id, berlinNoChat.id].includes(e.data.userId));
-    expect(mine).toEqual([{ name: "brief/requested", id: `brief-${berlin.id}-2026-11-21`, data: { userId: berlin.id, date: "2026-11-21" } }]);
+    expect(mine).toEqual([
+      { name: "brief/requested", id: `brief-${berlin.id}-2026-11-21`, data: { userId: berlin.id, date: "2026-11-21" } },
+    ]);
     // Everyone requested is someone at 08:xx right now (other files' people included), each once.
     expect(result.requested).toBe(events.length);
     expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
@@ -110,7 +123,9 @@ describe("morning-brief-cron", () => {
   it("skips a person whose stored timezone Postgres does not know, instead of failing everyone's fan-out", async () => {
     // users.timezone is free text (no check constraint): an unknown zone can be stored.
     const mars = await newPerson({ telegram: true, timezone: "Mars/Olympus_Mons" });
-    const stored = (await testDb().withUser(mars.id, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{ timezone: string }>;
+    const stored = (await testDb().withUser(mars.id, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{
+      timezone: string;
+    }>;
     expect(stored).toEqual([{ timezone: "Mars/Olympus_Mons" }]);
     const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
 
@@ -123,15 +138,25 @@ describe("morning-brief-cron", () => {
     const berlin = await newPerson({ telegram: true, timezone: "Europe/Berlin" });
     // The real step.sendEvent, to the Inngest stand-in (which drops a repeated id like Inngest does).
     const { deps } = testWorkflows({ now: new Date("2026-11-21T07:00:00Z") });
-    const { functions } = createWorkflows({ ...deps, config: { ...testConfig, INNGEST_EVENT_KEY: "briefs-test-event-key", INNGEST_BASE_URL: standInUrl } });
+    const { functions } = createWorkflows({
+      ...deps,
+      config: { ...testConfig, INNGEST_EVENT_KEY: "briefs-test-event-key", INNGEST_BASE_URL: standInUrl },
+    });
     for (let run = 0; run < 2; run++) {
       const { error } = await runOnce(functions.morningBriefCron, cronTick("TZ=UTC 0 * * * *"));
       expect(error).toBeUndefined();
     }
-    const received = (await (await fetch(`${standInUrl}/__inngest/events?name=brief/requested`)).json()) as Array<SentEvent & { deliveries: number; eventKey: string }>;
+    const received = (await (await fetch(`${standInUrl}/__inngest/events?name=brief/requested`)).json()) as Array<
+      SentEvent & { deliveries: number; eventKey: string }
+    >;
     const mine = received.filter((e) => e.data.userId === berlin.id);
     expect(mine).toHaveLength(1);
-    expect(mine[0]).toMatchObject({ id: `brief-${berlin.id}-2026-11-21`, data: { userId: berlin.id, date: "2026-11-21" }, deliveries: 2, eventKey: "briefs-test-event-key" });
+    expect(mine[0]).toMatchObject({
+      id: `brief-${berlin.id}-2026-11-21`,
+      data: { userId: berlin.id, date: "2026-11-21" },
+      deliveries: 2,
+      eventKey: "briefs-test-event-key",
+    });
   });
 });
 
@@ -165,7 +190,14 @@ describe("brief-generate", () => {
     const { briefGenerate } = testWorkflows().functions;
 
     const first = await runOnce(briefGenerate, briefRequest(person.id, date));
-    const expected = ["Good morning, Wf! Here's your day.", "", "Coming up:", `• ${kolkata} Dentist appointment`, "", "On your mind yesterday: Project Hail Mary (book)."].join("\n");
+    const expected = [
+      "Good morning, Wf! Here's your day.",
+      "",
+      "Coming up:",
+      `• ${kolkata} Dentist appointment`,
+      "",
+      "On your mind yesterday: Project Hail Mary (book).",
+    ].join("\n");
     expect(first.error).toBeUndefined();
     expect(first.result).toEqual({ sent: true, text: expected });
     expect(await sentTexts(person.chatId!)).toEqual([expected]);
@@ -217,7 +249,9 @@ describe("brief-generate", () => {
   it("sends nothing to a person without Telegram, and claims nothing", async () => {
     const person = await newPerson();
     await capture(person.id, "book", "Project Hail Mary");
-    await testDb().withUser(person.id, (tx) => createReminder(tx, person.id, { text: "Dentist", at: new Date(Date.now() + 2 * HOUR), sourceId: null }));
+    await testDb().withUser(person.id, (tx) =>
+      createReminder(tx, person.id, { text: "Dentist", at: new Date(Date.now() + 2 * HOUR), sourceId: null }),
+    );
     const { result, ctx } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(person.id, "2026-11-22"));
     expect(result).toEqual({ sent: false });
     expect(stepsRun(ctx)).toEqual(["compose"]);
@@ -228,7 +262,9 @@ describe("brief-generate", () => {
     const alice = await newPerson({ telegram: true });
     const bob = await newPerson({ telegram: true });
     await capture(bob.id, "book", "Bob's Private Diary");
-    await testDb().withUser(bob.id, (tx) => createReminder(tx, bob.id, { text: "Bob's appointment", at: new Date(Date.now() + 2 * HOUR), sourceId: null }));
+    await testDb().withUser(bob.id, (tx) =>
+      createReminder(tx, bob.id, { text: "Bob's appointment", at: new Date(Date.now() + 2 * HOUR), sourceId: null }),
+    );
     await capture(alice.id, "book", "Middlemarch");
 
     const { result } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(alice.id, "2026-11-22"));
@@ -242,7 +278,9 @@ describe("brief-generate", () => {
 // ---------------------------------------------------------------------------------------------------
 
 /** The "people" step mocked to these people at `now`'s date (a fresh array per run, see sendEventsMocked). */
-const onlyPeople = (now: Date, ...ids: string[]) => [{ id: "people", handler: () => ids.map((userId) => ({ userId, localDate: now.toISOString().slice(0, 10) })) }];
+const onlyPeople = (now: Date, ...ids: string[]) => [
+  { id: "people", handler: () => ids.map((userId) => ({ userId, localDate: now.toISOString().slice(0, 10) })) },
+];
 
 describe("weekly-review", () => {
   it("lists the people reachable in Telegram whose clock shows Sunday 18:xx (the real step, run alone)", async () => {
@@ -250,7 +288,9 @@ describe("weekly-review", () => {
     const utc = await newPerson({ telegram: true });
     const offTelegram = await newPerson({ timezone: "Europe/Berlin" });
     // Sunday 22 November 2026, 17:00Z: 18:00 in Berlin, 17:00 in UTC.
-    const { result } = await new InngestTestEngine({ function: testWorkflows({ now: new Date("2026-11-22T17:00:00Z") }).functions.weeklyReview }).executeStep("people");
+    const { result } = await new InngestTestEngine({
+      function: testWorkflows({ now: new Date("2026-11-22T17:00:00Z") }).functions.weeklyReview,
+    }).executeStep("people");
     expect(result).toEqual(expect.arrayContaining([{ userId: berlin.id, localDate: "2026-11-22" }]));
     const listed = (result as Array<{ userId: string }>).map((p) => p.userId);
     expect(listed).not.toContain(utc.id);
@@ -261,7 +301,9 @@ describe("weekly-review", () => {
     const person = await newPerson({ telegram: true });
     // Before the week: a backdated entity. Archived: not part of memory any more.
     const old = await capture(person.id, "book", "An Old Book");
-    await testDb().withUser(person.id, (tx) => tx.execute(sql`update entities set created_at = now() - interval '10 days' where id = ${old}`));
+    await testDb().withUser(person.id, (tx) =>
+      tx.execute(sql`update entities set created_at = now() - interval '10 days' where id = ${old}`),
+    );
     const archived = await capture(person.id, "book", "Archived Book");
     await testDb().withUser(person.id, (tx) => archiveEntity(tx, archived));
     await capture(person.id, "book", "Dune");
@@ -270,7 +312,14 @@ describe("weekly-review", () => {
     await capture(person.id, "book", 'Eats, Shoots & Leaves: The "Zero Tolerance" Approach');
     await capture(person.id, "person", "Maria");
     await testDb().withUser(person.id, (tx) =>
-      recordFact(tx, person.id, { statement: "Lives in Berlin", category: "home", subject: "home city", confidence: 0.9, embedding: null, sourceId: null }),
+      recordFact(tx, person.id, {
+        statement: "Lives in Berlin",
+        category: "home",
+        subject: "home city",
+        confidence: 0.9,
+        embedding: null,
+        sourceId: null,
+      }),
     );
     // Mail is counted, its senders are not "what you added".
     await email(person.id, { name: "Weekly Digest", email: "digest@news.example" }, "Your digest");
@@ -303,11 +352,15 @@ describe("weekly-review", () => {
 
     // A week later: the new week's review, with only what came after the first one.
     const nextWeek = new Date(now.getTime() + 7 * DAY);
-    const third = await runOnce(testWorkflows({ now: nextWeek }).functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(nextWeek, person.id) });
+    const third = await runOnce(testWorkflows({ now: nextWeek }).functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), {
+      steps: onlyPeople(nextWeek, person.id),
+    });
     expect(third.result).toEqual({ people: 1, sent: 1 });
     const texts = await sentTexts(person.chatId!);
     expect(texts).toHaveLength(2);
-    expect(texts[1]).toBe("Your week in memory:\n• book: Klara and the Sun\n\nSay /memories to see everything, or /forget to drop something.");
+    expect(texts[1]).toBe(
+      "Your week in memory:\n• book: Klara and the Sun\n\nSay /memories to see everything, or /forget to drop something.",
+    );
     expect((await claims(person.id, "weekly-review")).map((c) => c.external_id)).toEqual([isoWeek(now), isoWeek(nextWeek)]);
   });
 
@@ -327,7 +380,9 @@ describe("weekly-review", () => {
     const { result } = await runOnce(later, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(eightDaysOn, busyLastWeek.id, idle.id) });
     expect(result).toEqual({ people: 2, sent: 0 });
     // This week, the person without a chat has something, but nowhere to receive it.
-    const { result: now } = await runOnce(testWorkflows().functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(new Date(), noChat.id) });
+    const { result: now } = await runOnce(testWorkflows().functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), {
+      steps: onlyPeople(new Date(), noChat.id),
+    });
     expect(now).toEqual({ people: 1, sent: 0 });
 
     for (const person of [busyLastWeek, idle, bystander]) expect(await sentTexts(person.chatId!)).toEqual([]);

@@ -6,18 +6,26 @@ import { correctFact } from "../../../db/repositories/facts";
 import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
 function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
-  return { name: "conversation/turn.completed", id: `turn-${userId}-${messageId}`, data: { userId, channel: "telegram", source: { kind: "telegram", externalId: messageId }, text } } as const;
+  return {
+    name: "conversation/turn.completed",
+    id: `turn-${userId}-${messageId}`,
+    data: { userId, channel: "telegram", source: { kind: "telegram", externalId: messageId }, text },
+  } as const;
 }
 
 async function factsOf(userId: string) {
-  return testDb().withUser(userId, async (tx) =>
-    (await tx.execute(sql`select statement, subject, category, confidence, superseded_by from facts order by created_at, statement`)) as unknown as Array<{
-      statement: string;
-      subject: string;
-      category: string;
-      confidence: number;
-      superseded_by: string | null;
-    }>,
+  return testDb().withUser(
+    userId,
+    async (tx) =>
+      (await tx.execute(
+        sql`select statement, subject, category, confidence, superseded_by from facts order by created_at, statement`,
+      )) as unknown as Array<{
+        statement: string;
+        subject: string;
+        category: string;
+        confidence: number;
+        superseded_by: string | null;
+      }>,
   );
 }
 
@@ -25,8 +33,16 @@ describe("fact-extract", () => {
   it("records the durable claims of a turn, and nothing for a turn without any", async () => {
     const person = await newPerson();
     const { functions } = testWorkflows();
-    const { result } = await runOnce(functions.factExtract, turn(person.id, "I live in Berlin. I work at Acme Robotics. I just finished reading Dune."));
-    expect(result).toMatchObject({ facts: [{ statement: "Lives in Berlin", outcome: "created" }, { statement: "Works at Acme Robotics", outcome: "created" }] });
+    const { result } = await runOnce(
+      functions.factExtract,
+      turn(person.id, "I live in Berlin. I work at Acme Robotics. I just finished reading Dune."),
+    );
+    expect(result).toMatchObject({
+      facts: [
+        { statement: "Lives in Berlin", outcome: "created" },
+        { statement: "Works at Acme Robotics", outcome: "created" },
+      ],
+    });
     const none = await runOnce(functions.factExtract, turn(person.id, "which books did I read?"));
     expect(none.result).toEqual({ facts: [] });
     expect((await factsOf(person.id)).map((f) => f.statement)).toEqual(["Lives in Berlin", "Works at Acme Robotics"]);
@@ -66,12 +82,21 @@ describe("fact-extract", () => {
     expect(Math.abs(new Date(berlin!.told_at).getTime() - new Date(berlin!.source_at).getTime())).toBeLessThan(5000);
 
     // The person corrects it (fact_correct / PATCH /api/facts/:id), then tells the bot they moved.
-    const corrected = await testDb().withUser(person.id, (tx) => correctFact(tx, person.id, berlin!.id, { statement: "Lives in Potsdam", embedding: null, sourceId: null }));
-    expect(corrected).toMatchObject({ outcome: "corrected", fact: { statement: "Lives in Potsdam", origin: "correction", subject: "home city" } });
+    const corrected = await testDb().withUser(person.id, (tx) =>
+      correctFact(tx, person.id, berlin!.id, { statement: "Lives in Potsdam", embedding: null, sourceId: null }),
+    );
+    expect(corrected).toMatchObject({
+      outcome: "corrected",
+      fact: { statement: "Lives in Potsdam", origin: "correction", subject: "home city" },
+    });
     const { result } = await runOnce(factExtract, turn(person.id, "I moved to Munich."));
     expect(result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "superseded" }] });
-    const chain = await testDb().withUser(person.id, async (tx) =>
-      (await tx.execute(sql`select statement, origin, superseded_by is null as current from facts order by created_at`)) as unknown as Array<{ statement: string; origin: string; current: boolean }>,
+    const chain = await testDb().withUser(
+      person.id,
+      async (tx) =>
+        (await tx.execute(
+          sql`select statement, origin, superseded_by is null as current from facts order by created_at`,
+        )) as unknown as Array<{ statement: string; origin: string; current: boolean }>,
     );
     expect(chain).toEqual([
       { statement: "Lives in Berlin", origin: "extracted", current: false },
@@ -100,7 +125,10 @@ describe("fact-extract", () => {
   });
 
   it("rejects bad event data without retrying", async () => {
-    const { error } = await runOnce(testWorkflows().functions.factExtract, { name: "conversation/turn.completed", data: { userId: "not-a-uuid", text: 1 } });
+    const { error } = await runOnce(testWorkflows().functions.factExtract, {
+      name: "conversation/turn.completed",
+      data: { userId: "not-a-uuid", text: 1 },
+    });
     // The SDK validates against the zod schema of the event type; EventValidationError is its
     // NonRetriableError, so bad data is never retried.
     expect(error?.name).toBe("EventValidationError");

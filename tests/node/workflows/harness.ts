@@ -47,7 +47,9 @@ export const testSettings = {
 export const testConfig = loadConfig(testSettings);
 
 /** The eight functions around test dependencies; `now`, `model`, `telegram` and `embedder` can be replaced per test. */
-export function testWorkflows(overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null; embedder?: Embedder } = {}) {
+export function testWorkflows(
+  overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null; embedder?: Embedder } = {},
+) {
   const deps: WorkflowDeps = {
     config: testConfig,
     db: testDb(),
@@ -78,7 +80,11 @@ export function tokenSlot(userId: string, column: "access_token" | "refresh_toke
 }
 
 /** Connects `userId`'s Gmail as Google account `sub` (tokens sealed as the OAuth callback seals them). */
-export async function connectGmail(userId: string, sub: string, options: { accessExpiresAt?: Date; refreshToken?: string | null; historyId?: string } = {}) {
+export async function connectGmail(
+  userId: string,
+  sub: string,
+  options: { accessExpiresAt?: Date; refreshToken?: string | null; historyId?: string } = {},
+) {
   const cipher = new TokenCipher(TOKEN_KEY);
   const refresh = options.refreshToken === undefined ? `1//refresh-${sub}` : options.refreshToken;
   await testDb().withUser(userId, async (tx) => {
@@ -112,12 +118,18 @@ export async function gmailMailbox(setup: {
 
 /** Gmail API requests the stand-in received for account `sub`. */
 export async function gmailRequests(sub: string): Promise<Array<{ method: string; path: string; token: string }>> {
-  return (await (await fetch(`${standInUrl}/__gmail/requests?sub=${encodeURIComponent(sub)}`)).json()) as Array<{ method: string; path: string; token: string }>;
+  return (await (await fetch(`${standInUrl}/__gmail/requests?sub=${encodeURIComponent(sub)}`)).json()) as Array<{
+    method: string;
+    path: string;
+    token: string;
+  }>;
 }
 
 /** Texts the bot stand-in received for `chatId`. */
 export async function sentTexts(chatId: number): Promise<string[]> {
-  const calls = (await (await fetch(`${standInUrl}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{ payload: { text: string } }>;
+  const calls = (await (await fetch(`${standInUrl}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
+    payload: { text: string };
+  }>;
   return calls.map((c) => c.payload.text);
 }
 
@@ -135,7 +147,11 @@ type ExecuteOptions = NonNullable<Parameters<InngestTestEngine["execute"]>[0]>;
  * @inngest/test, so tests mock it through `options.steps` (a fresh array per run). `Result` is what
  * the caller expects the function to return (the engine reports it as unknown).
  */
-export async function runOnce<Result = unknown>(fn: TestFunction, event: ExecuteOptions["events"] extends infer E ? (E extends Array<infer One> ? One : never) : never, options: Omit<ExecuteOptions, "events"> = {}) {
+export async function runOnce<Result = unknown>(
+  fn: TestFunction,
+  event: ExecuteOptions["events"] extends infer E ? (E extends Array<infer One> ? One : never) : never,
+  options: Omit<ExecuteOptions, "events"> = {},
+) {
   const engine = new InngestTestEngine({ function: fn });
   const { result, error, ctx, state } = await engine.execute({ ...options, events: event ? [event] : undefined } as ExecuteOptions);
   return { result: result as Result, error: error as Error | undefined, ctx, state };

@@ -22,7 +22,11 @@ const mine = (listed: Listed, ...people: Array<{ id: string }>) => listed.filter
 
 async function capture(userId: string, name: string) {
   await testDb().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "telegram", externalId: `msg-${crypto.randomUUID()}`, payload: { text: `I read ${name}` } });
+    const sourceId = await recordSource(tx, userId, {
+      kind: "telegram",
+      externalId: `msg-${crypto.randomUUID()}`,
+      payload: { text: `I read ${name}` },
+    });
     await captureEntity(tx, userId, { type: "book", name, embedding: null, sourceId });
   });
 }
@@ -34,13 +38,19 @@ describe("the morning brief in local time", () => {
     const zone = resolveTimeZone("são paulo");
     expect(zone).toBe("America/Sao_Paulo");
     await setTimezone(testDb(), moved.id, zone!);
-    const stored = (await testDb().withUser(moved.id, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{ timezone: string }>;
+    const stored = (await testDb().withUser(moved.id, (tx) => tx.execute(sql`select timezone from users`))) as unknown as Array<{
+      timezone: string;
+    }>;
     expect(stored).toEqual([{ timezone: "America/Sao_Paulo" }]);
 
     // 08:00Z: 05:00 in São Paulo, 08:00 for the person still in UTC.
-    expect(mine(await listedAt("morningBriefCron", "2026-11-21T08:00:00Z", "people-at-eight"), moved, unset)).toEqual([{ userId: unset.id, localDate: "2026-11-21" }]);
+    expect(mine(await listedAt("morningBriefCron", "2026-11-21T08:00:00Z", "people-at-eight"), moved, unset)).toEqual([
+      { userId: unset.id, localDate: "2026-11-21" },
+    ]);
     // 11:00Z: 08:00 in São Paulo (UTC−3).
-    expect(mine(await listedAt("morningBriefCron", "2026-11-21T11:00:00Z", "people-at-eight"), moved, unset)).toEqual([{ userId: moved.id, localDate: "2026-11-21" }]);
+    expect(mine(await listedAt("morningBriefCron", "2026-11-21T11:00:00Z", "people-at-eight"), moved, unset)).toEqual([
+      { userId: moved.id, localDate: "2026-11-21" },
+    ]);
   });
 });
 
@@ -53,11 +63,19 @@ describe("the weekly review in local time", () => {
     const people = [kiritimati, pagoPago, kolkata, berlin];
 
     // Sunday 04:00Z is Sunday 18:00 in Kiritimati; Monday 05:00Z is still Sunday 18:00 in Pago Pago.
-    expect(mine(await listedAt("weeklyReview", "2026-11-22T04:00:00Z", "people"), ...people)).toEqual([{ userId: kiritimati.id, localDate: "2026-11-22" }]);
-    expect(mine(await listedAt("weeklyReview", "2026-11-23T05:00:00Z", "people"), ...people)).toEqual([{ userId: pagoPago.id, localDate: "2026-11-22" }]);
+    expect(mine(await listedAt("weeklyReview", "2026-11-22T04:00:00Z", "people"), ...people)).toEqual([
+      { userId: kiritimati.id, localDate: "2026-11-22" },
+    ]);
+    expect(mine(await listedAt("weeklyReview", "2026-11-23T05:00:00Z", "people"), ...people)).toEqual([
+      { userId: pagoPago.id, localDate: "2026-11-22" },
+    ]);
     // 13:00Z is 18:30 in Kolkata; 17:00Z is 18:00 in Berlin.
-    expect(mine(await listedAt("weeklyReview", "2026-11-22T13:00:00Z", "people"), ...people)).toEqual([{ userId: kolkata.id, localDate: "2026-11-22" }]);
-    expect(mine(await listedAt("weeklyReview", "2026-11-22T17:00:00Z", "people"), ...people)).toEqual([{ userId: berlin.id, localDate: "2026-11-22" }]);
+    expect(mine(await listedAt("weeklyReview", "2026-11-22T13:00:00Z", "people"), ...people)).toEqual([
+      { userId: kolkata.id, localDate: "2026-11-22" },
+    ]);
+    expect(mine(await listedAt("weeklyReview", "2026-11-22T17:00:00Z", "people"), ...people)).toEqual([
+      { userId: berlin.id, localDate: "2026-11-22" },
+    ]);
     // Saturday 17:00Z is 18:00 in Berlin, but not Sunday.
     expect(mine(await listedAt("weeklyReview", "2026-11-21T17:00:00Z", "people"), ...people)).toEqual([]);
   });
@@ -69,7 +87,11 @@ describe("the weekly review in local time", () => {
     const now = new Date(Date.now() + 60_000);
     const listed = [{ userId: pagoPago.id, localDate: "2026-11-22" }]; // what "people" lists at Monday 05:00Z
     const run = () =>
-      runOnce(testWorkflows({ now }).functions.weeklyReview, { name: "inngest/scheduled.timer", data: { cron: "TZ=UTC 0 * * * 0,1" } }, { steps: [{ id: "people", handler: () => listed }] });
+      runOnce(
+        testWorkflows({ now }).functions.weeklyReview,
+        { name: "inngest/scheduled.timer", data: { cron: "TZ=UTC 0 * * * 0,1" } },
+        { steps: [{ id: "people", handler: () => listed }] },
+      );
 
     const first = await run();
     expect(first.error).toBeUndefined();
@@ -79,7 +101,9 @@ describe("the weekly review in local time", () => {
     expect(await sentTexts(pagoPago.chatId!)).toEqual([
       "Your week in memory:\n• book: The Left Hand of Darkness\n\nSay /memories to see everything, or /forget to drop something.",
     ]);
-    const claims = (await testDb().withUser(pagoPago.id, (tx) => tx.execute(sql`select external_id from sources where kind = 'weekly-review'`))) as unknown as Array<{ external_id: string }>;
+    const claims = (await testDb().withUser(pagoPago.id, (tx) =>
+      tx.execute(sql`select external_id from sources where kind = 'weekly-review'`),
+    )) as unknown as Array<{ external_id: string }>;
     expect(claims).toEqual([{ external_id: "2026-W47" }]);
   });
 });

@@ -21,16 +21,32 @@ export function messageId(label: string) {
 }
 
 export interface Rows {
-  sources: Array<{ id: string; user_id: string; kind: string; external_id: string; payload: { from: { name: string | null; email: string }; subject: string; threadId: string | null; text: string } }>;
+  sources: Array<{
+    id: string;
+    user_id: string;
+    kind: string;
+    external_id: string;
+    payload: { from: { name: string | null; email: string }; subject: string; threadId: string | null; text: string };
+  }>;
   people: Array<{ id: string; name: string; properties: { email?: string }; source_id: string | null }>;
-  events: Array<{ kind: string; entity_ids: string[]; source_id: string | null; occurred_ms: number; payload: { subject: string; messageId: string; snippet: string; from: { name: string | null; email: string } } }>;
+  events: Array<{
+    kind: string;
+    entity_ids: string[];
+    source_id: string | null;
+    occurred_ms: number;
+    payload: { subject: string; messageId: string; snippet: string; from: { name: string | null; email: string } };
+  }>;
 }
 
 /** Everything mail-ingest writes, as `userId` sees it (RLS). */
 export async function rowsOf(userId: string): Promise<Rows> {
   return testDb().withUser(userId, async (tx) => ({
-    sources: (await tx.execute(sql`select id, user_id, kind, external_id, payload from sources order by external_id`)) as unknown as Rows["sources"],
-    people: (await tx.execute(sql`select id, name, properties, source_id from entities where type = 'person' order by name`)) as unknown as Rows["people"],
+    sources: (await tx.execute(
+      sql`select id, user_id, kind, external_id, payload from sources order by external_id`,
+    )) as unknown as Rows["sources"],
+    people: (await tx.execute(
+      sql`select id, name, properties, source_id from entities where type = 'person' order by name`,
+    )) as unknown as Rows["people"],
     events: (await tx.execute(
       sql`select kind, array_to_json(entity_ids) as entity_ids, source_id, (extract(epoch from occurred_at) * 1000)::float8 as occurred_ms, payload from events where kind = 'email_received' order by payload->>'messageId'`,
     )) as unknown as Rows["events"],

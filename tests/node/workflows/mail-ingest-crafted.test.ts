@@ -33,12 +33,23 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
     const person = await newPerson();
     const sub = newSub("crafted");
     await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 2000 }) });
-    const ids = { before: messageId("before"), name: messageId("long-name"), address: messageId("long-address"), nfkc: messageId("nfkc"), after: messageId("after") };
+    const ids = {
+      before: messageId("before"),
+      name: messageId("long-name"),
+      address: messageId("long-address"),
+      nfkc: messageId("nfkc"),
+      after: messageId("after"),
+    };
     const latest = await gmailMailbox({
       sub,
       messages: [
         message(ids.before, "Anna <anna@example.org>", "Lunch?"),
-        message(ids.name, `"${"Mallory ".repeat(400)}" <mallory@example.org>`, `Hi\u0000 there\u0007\u001b[2J \ud800 ${"Subject ".repeat(400)}`, { snippet: `snip\u0000pet ${"x".repeat(1000)}` }),
+        message(
+          ids.name,
+          `"${"Mallory ".repeat(400)}" <mallory@example.org>`,
+          `Hi\u0000 there\u0007\u001b[2J \ud800 ${"Subject ".repeat(400)}`,
+          { snippet: `snip\u0000pet ${"x".repeat(1000)}` },
+        ),
         message(ids.address, `<${"b".repeat(3000)}@example.org>`, "Address only"),
         // U+FDFA is one character that NFKC turns into eighteen: 200 of them outgrow the name index.
         message(ids.nfkc, `"${"\ufdfa".repeat(200)}" <nfkc@example.org>`, "Expanding name"),
@@ -69,12 +80,19 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
     expect(event.payload.snippet).not.toMatch(UNCLEAN);
     const addressOnly = rows.sources.find((s) => s.external_id === ids.address)!;
     expect(addressOnly.payload.from.email.length).toBeLessThanOrEqual(254);
-    expect(rows.people.map((p) => p.properties.email)).toEqual(expect.arrayContaining(["anna@example.org", "mallory@example.org", "nfkc@example.org", "bob@example.org"]));
+    expect(rows.people.map((p) => p.properties.email)).toEqual(
+      expect.arrayContaining(["anna@example.org", "mallory@example.org", "nfkc@example.org", "bob@example.org"]),
+    );
 
     // The intake carries on: the next mail is read from the saved position.
     const next = messageId("next");
     const later = await gmailMailbox({ sub, messages: [message(next, "Anna <anna@example.org>", "Re: Lunch?")] });
-    expect((await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, later))).result).toEqual({ listed: 1, recorded: 1, resynced: false, historyId: later });
+    expect((await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, later))).result).toEqual({
+      listed: 1,
+      recorded: 1,
+      resynced: false,
+      historyId: later,
+    });
   });
 
   it("logs a message the store still refuses with its Gmail message id and skips it: the rest of the batch and the position are stored", async () => {
@@ -84,7 +102,11 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
     const [first, refused, last] = [messageId("first"), messageId("refused"), messageId("last")];
     const latest = await gmailMailbox({
       sub,
-      messages: [message(first, "A <a@example.org>", "one"), message(refused, "R <r@example.org>", "two"), message(last, "C <c@example.org>", "three")],
+      messages: [
+        message(first, "A <a@example.org>", "one"),
+        message(refused, "R <r@example.org>", "two"),
+        message(last, "C <c@example.org>", "three"),
+      ],
     });
     // 54000: program_limit_exceeded, what an over-long index entry raises — a refusal no retry fixes.
     const undo = await refuseMessage(refused, "54000");
@@ -93,8 +115,18 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
       const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
       expect(error).toBeUndefined();
       expect(result).toEqual({ listed: 3, recorded: 2, unstorable: [refused], resynced: false, historyId: latest });
-      const lines = logged.mock.calls.map(([line]) => JSON.parse(String(line)) as Record<string, unknown>).filter((l) => l.messageId === refused);
-      expect(lines).toEqual([expect.objectContaining({ level: "error", workflow: "mail-ingest", userId: person.id, messageId: refused, error: expect.stringMatching(/refused for the test/) })]);
+      const lines = logged.mock.calls
+        .map(([line]) => JSON.parse(String(line)) as Record<string, unknown>)
+        .filter((l) => l.messageId === refused);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: "error",
+          workflow: "mail-ingest",
+          userId: person.id,
+          messageId: refused,
+          error: expect.stringMatching(/refused for the test/),
+        }),
+      ]);
     } finally {
       logged.mockRestore();
       await undo();
@@ -109,7 +141,10 @@ describe("finding 3: a crafted email cannot block the mail intake", () => {
     const start = await gmailMailbox({ sub, historyId: 4000 });
     await connectGmail(person.id, sub, { historyId: start });
     const [ok, unlucky] = [messageId("ok"), messageId("unlucky")];
-    const latest = await gmailMailbox({ sub, messages: [message(ok, "O <o@example.org>", "fine"), message(unlucky, "U <u@example.org>", "conflict")] });
+    const latest = await gmailMailbox({
+      sub,
+      messages: [message(ok, "O <o@example.org>", "fine"), message(unlucky, "U <u@example.org>", "conflict")],
+    });
     const event = notification(person.id, sub, latest);
     // 40001: serialization_failure, the kind of refusal that a retry does fix.
     const undo = await refuseMessage(unlucky, "40001");

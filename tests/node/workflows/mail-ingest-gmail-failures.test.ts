@@ -37,7 +37,10 @@ describe("mail-ingest when Gmail or Google fail", () => {
   it("refreshes an expired access token through Google's token endpoint and stores it sealed", async () => {
     const person = await newPerson();
     const sub = newSub();
-    await connectGmail(person.id, sub, { accessExpiresAt: new Date(Date.now() - 60_000), historyId: await gmailMailbox({ sub, historyId: 800 }) });
+    await connectGmail(person.id, sub, {
+      accessExpiresAt: new Date(Date.now() - 60_000),
+      historyId: await gmailMailbox({ sub, historyId: 800 }),
+    });
     const id = messageId("t");
     const latest = await gmailMailbox({ sub, messages: [message(id, "Tom <tom@example.org>", "token test")] });
     const before = (await connectionOf(person.id))!;
@@ -70,7 +73,11 @@ describe("mail-ingest when Gmail or Google fail", () => {
     const sub = newSub();
     await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 900 }) });
     const id = messageId("u");
-    const latest = await gmailMailbox({ sub, messages: [message(id, "Uma <uma@example.org>", "revoked token")], rejectTokens: [`ya29.access-${sub}`] });
+    const latest = await gmailMailbox({
+      sub,
+      messages: [message(id, "Uma <uma@example.org>", "revoked token")],
+      rejectTokens: [`ya29.access-${sub}`],
+    });
 
     const { result, error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
     expect(error).toBeUndefined();
@@ -82,7 +89,9 @@ describe("mail-ingest when Gmail or Google fail", () => {
     // After the refresh (stored, so the next step opens the new token), no call uses the refused one.
     expect(requests.slice(1).every((r) => r.token === `ya29.refreshed-${sub}`)).toBe(true);
     expect(await refreshGrants(sub)).toHaveLength(1);
-    expect(await cipher.decrypt((await connectionOf(person.id))!.access_token_enc, tokenSlot(person.id, "access_token"))).toBe(`ya29.refreshed-${sub}`);
+    expect(await cipher.decrypt((await connectionOf(person.id))!.access_token_enc, tokenSlot(person.id, "access_token"))).toBe(
+      `ya29.refreshed-${sub}`,
+    );
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([id]);
   });
 
@@ -111,7 +120,11 @@ describe("mail-ingest when Gmail or Google fail", () => {
     const sub = newSub();
     const start = await gmailMailbox({ sub, historyId: 1200 });
     await connectGmail(person.id, sub, { historyId: start });
-    const latest = await gmailMailbox({ sub, messages: [message(messageId("w"), "W <w@example.org>", "x")], rejectTokens: [`ya29.access-${sub}`, `ya29.refreshed-${sub}`] });
+    const latest = await gmailMailbox({
+      sub,
+      messages: [message(messageId("w"), "W <w@example.org>", "x")],
+      rejectTokens: [`ya29.access-${sub}`, `ya29.refreshed-${sub}`],
+    });
 
     const { error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
     expect(error?.name).toBe("NonRetriableError");
@@ -153,7 +166,11 @@ describe("mail-ingest when Gmail or Google fail", () => {
     const sub = newSub();
     const start = await gmailMailbox({ sub, historyId: 1400 });
     await connectGmail(person.id, sub, { historyId: start });
-    const latest = await gmailMailbox({ sub, messages: [message(messageId("f"), "F <f@example.org>", "forbidden")], fail: { status: 403, times: 1 } });
+    const latest = await gmailMailbox({
+      sub,
+      messages: [message(messageId("f"), "F <f@example.org>", "forbidden")],
+      fail: { status: 403, times: 1 },
+    });
 
     const { error } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, sub, latest));
     expect(error?.name).toBe("NonRetriableError");
@@ -161,5 +178,4 @@ describe("mail-ingest when Gmail or Google fail", () => {
     expect((await rowsOf(person.id)).sources).toEqual([]);
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(start);
   });
-
 });

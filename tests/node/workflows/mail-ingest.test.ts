@@ -16,7 +16,11 @@ describe("mail-ingest", () => {
     const person = await newPerson();
     const sub = newSub();
     const old = messageId("old");
-    const start = await gmailMailbox({ sub, historyId: 5000, messages: [message(old, "Old Sender <old@example.org>", "Before we connected")] });
+    const start = await gmailMailbox({
+      sub,
+      historyId: 5000,
+      messages: [message(old, "Old Sender <old@example.org>", "Before we connected")],
+    });
     expect(start).toBe("5001");
     await connectGmail(person.id, sub, { historyId: start });
 
@@ -25,7 +29,10 @@ describe("mail-ingest", () => {
     const latest = await gmailMailbox({
       sub,
       messages: [
-        message(anna1, '"Anna Schmidt" <Anna@Example.org>', "Lunch on Friday?", { snippet: "Are you free on Friday for lunch?", internalDate: annaDate }),
+        message(anna1, '"Anna Schmidt" <Anna@Example.org>', "Lunch on Friday?", {
+          snippet: "Are you free on Friday for lunch?",
+          internalDate: annaDate,
+        }),
         message(bob, "bob@example.org", "Invoice 42"),
         message(anna2, "Anna Schmidt <anna@example.org>", "Re: Lunch on Friday?"),
       ],
@@ -64,7 +71,11 @@ describe("mail-ingest", () => {
     expect(eventOf(anna1).entity_ids).toEqual([anna.id]);
     expect(eventOf(anna2).entity_ids).toEqual([anna.id]);
     expect(eventOf(bob).entity_ids).toEqual([bobPerson.id]);
-    expect(eventOf(anna1).payload).toMatchObject({ subject: "Lunch on Friday?", snippet: "Are you free on Friday for lunch?", from: { email: "anna@example.org" } });
+    expect(eventOf(anna1).payload).toMatchObject({
+      subject: "Lunch on Friday?",
+      snippet: "Are you free on Friday for lunch?",
+      from: { email: "anna@example.org" },
+    });
     expect(eventOf(anna1).occurred_ms).toBe(annaDate);
     expect(eventOf(bob).source_id).toBe(rows.sources.find((s) => s.external_id === bob)!.id);
 
@@ -114,7 +125,10 @@ describe("mail-ingest", () => {
     const person = await newPerson();
     const sub = newSub();
     await connectGmail(person.id, sub, { historyId: await gmailMailbox({ sub, historyId: 200 }) });
-    const latest = await gmailMailbox({ sub, messages: [message(messageId("a"), "A <a@example.org>", "one"), message(messageId("b"), "B <b@example.org>", "two")] });
+    const latest = await gmailMailbox({
+      sub,
+      messages: [message(messageId("a"), "A <a@example.org>", "one"), message(messageId("b"), "B <b@example.org>", "two")],
+    });
     const event = notification(person.id, sub, latest);
     const { mailIngest } = testWorkflows().functions;
 
@@ -143,7 +157,9 @@ describe("mail-ingest", () => {
     const before = await rowsOf(person.id);
 
     // saveMailState never moves the position back, so rewind it by hand: the same history page again.
-    await testDb().withUser(person.id, (tx) => tx.execute(sql`update oauth_connections set gmail_history_id = ${start} where provider = 'google'`));
+    await testDb().withUser(person.id, (tx) =>
+      tx.execute(sql`update oauth_connections set gmail_history_id = ${start} where provider = 'google'`),
+    );
     const replay = await runOnce(mailIngest, notification(person.id, sub, latest));
     expect(replay.result).toEqual({ listed: 2, recorded: 0, resynced: false, historyId: latest });
     expect(await rowsOf(person.id)).toEqual(before);
@@ -198,7 +214,12 @@ describe("mail-ingest", () => {
 
     const first = await runOnce(mailIngest, notification(person.id, sub, latest));
     // The position stops at the last history record read, not at the notification's id.
-    expect(first.result).toEqual({ listed: MAX_MESSAGES_PER_RUN, recorded: MAX_MESSAGES_PER_RUN, resynced: false, historyId: String(10_000 + MAX_MESSAGES_PER_RUN) });
+    expect(first.result).toEqual({
+      listed: MAX_MESSAGES_PER_RUN,
+      recorded: MAX_MESSAGES_PER_RUN,
+      resynced: false,
+      historyId: String(10_000 + MAX_MESSAGES_PER_RUN),
+    });
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(String(10_000 + MAX_MESSAGES_PER_RUN));
 
     const second = await runOnce(mailIngest, notification(person.id, sub, latest));
@@ -213,7 +234,9 @@ describe("mail-ingest", () => {
     const person = await newPerson();
     const sub = newSub();
     const older = Array.from({ length: 5 }, (_, i) => message(`older-${i}-${sub}`, "Old <old@example.org>", `older ${i}`));
-    const recent = Array.from({ length: RESYNC_MESSAGES }, (_, i) => message(`recent-${String(i).padStart(2, "0")}-${sub}`, `Sender ${i} <s${i}@example.org>`, `recent ${i}`));
+    const recent = Array.from({ length: RESYNC_MESSAGES }, (_, i) =>
+      message(`recent-${String(i).padStart(2, "0")}-${sub}`, `Sender ${i} <s${i}@example.org>`, `recent ${i}`),
+    );
     const latest = await gmailMailbox({ sub, historyId: 9000, oldestHistoryId: 9000, messages: [...older, ...recent] });
     expect(latest).toBe(String(9000 + older.length + recent.length));
     // A position from long ago: Gmail no longer has its history (404).
@@ -228,7 +251,9 @@ describe("mail-ingest", () => {
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id).sort()).toEqual(recent.map((m) => m.id).sort());
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
     const requests = await ingestRequests(sub);
-    expect(requests.filter((r) => r.path.startsWith("/history")).map((r) => new URLSearchParams(r.path.split("?")[1]).get("startHistoryId"))).toEqual(["120"]);
+    expect(
+      requests.filter((r) => r.path.startsWith("/history")).map((r) => new URLSearchParams(r.path.split("?")[1]).get("startHistoryId")),
+    ).toEqual(["120"]);
     const lists = requests.filter((r) => r.path.startsWith("/messages?"));
     expect(lists).toHaveLength(1);
     expect(new URLSearchParams(lists[0]!.path.split("?")[1]).get("maxResults")).toBe(String(RESYNC_MESSAGES));
@@ -277,7 +302,10 @@ describe("mail-ingest", () => {
     expect(error).toBeUndefined();
     expect(result).toEqual({ listed: 2, recorded: 1, resynced: false, historyId: latest });
     expect((await rowsOf(person.id)).sources.map((s) => s.external_id)).toEqual([kept]);
-    expect((await gmailPaths(sub)).filter((p) => p.startsWith("GET /messages/"))).toEqual([`GET /messages/${gone}`, `GET /messages/${kept}`]);
+    expect((await gmailPaths(sub)).filter((p) => p.startsWith("GET /messages/"))).toEqual([
+      `GET /messages/${gone}`,
+      `GET /messages/${kept}`,
+    ]);
     expect((await connectionOf(person.id))?.gmail_history_id).toBe(latest);
   });
 
@@ -299,7 +327,11 @@ describe("mail-ingest", () => {
     expect(await connectionOf(person.id)).toMatchObject({ gmail_history_id: null, watching: false, refresh_token_enc: null });
     await connectGmail(person.id, newSubName);
     const ids = [messageId("new1"), messageId("new2")];
-    const latest = await gmailMailbox({ sub: newSubName, historyId: 300, messages: ids.map((id) => message(id, "Nina <nina@example.org>", id)) });
+    const latest = await gmailMailbox({
+      sub: newSubName,
+      historyId: 300,
+      messages: ids.map((id) => message(id, "Nina <nina@example.org>", id)),
+    });
 
     const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(person.id, newSubName, latest));
     expect(result).toEqual({ listed: 2, recorded: 2, resynced: true, historyId: latest });
@@ -325,7 +357,10 @@ describe("mail-ingest", () => {
     await connectGmail(b.id, subB, { historyId: startB });
     const ids = [messageId("secret1"), messageId("secret2")];
     // The same sender writes to both, but only A's mailbox is notified.
-    const latestA = await gmailMailbox({ sub: subA, messages: ids.map((id) => message(id, "Shared Sender <shared@example.org>", `for A ${id}`)) });
+    const latestA = await gmailMailbox({
+      sub: subA,
+      messages: ids.map((id) => message(id, "Shared Sender <shared@example.org>", `for A ${id}`)),
+    });
     await gmailMailbox({ sub: subB, messages: [message(messageId("b-only"), "Shared Sender <shared@example.org>", "for B")] });
 
     const { result } = await runOnce(testWorkflows().functions.mailIngest, notification(a.id, subA, latestA));
@@ -340,7 +375,9 @@ describe("mail-ingest", () => {
     expect(await rowsOf(b.id)).toEqual({ sources: [], people: [], events: [] });
     const seenByB = await testDb().withUser(b.id, async (tx) => ({
       sources: (await tx.execute(sql`select count(*)::int as n from sources where user_id = ${a.id}`)) as unknown as Array<{ n: number }>,
-      entities: (await tx.execute(sql`select count(*)::int as n from entities where id = ${rowsA.people[0]!.id}`)) as unknown as Array<{ n: number }>,
+      entities: (await tx.execute(sql`select count(*)::int as n from entities where id = ${rowsA.people[0]!.id}`)) as unknown as Array<{
+        n: number;
+      }>,
     }));
     expect(seenByB.sources[0]!.n).toBe(0);
     expect(seenByB.entities[0]!.n).toBe(0);

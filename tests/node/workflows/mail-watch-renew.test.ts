@@ -10,7 +10,18 @@ import { RENEW_WITHIN_MS, renewWatches } from "../../../agents/workflows/functio
 import type { Database } from "../../../db/database";
 import { saveMailState } from "../../../db/repositories/connections";
 import { TokenCipher } from "../../../db/token-cipher";
-import { connectGmail, gmailMailbox, gmailRequests, newPerson, runOnce, testConfig, testDb, tokenSlot, TOKEN_KEY, testWorkflows } from "./harness";
+import {
+  connectGmail,
+  gmailMailbox,
+  gmailRequests,
+  newPerson,
+  runOnce,
+  testConfig,
+  testDb,
+  tokenSlot,
+  TOKEN_KEY,
+  testWorkflows,
+} from "./harness";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -103,7 +114,9 @@ describe("mail-watch-renew", () => {
     expectAbout(soonState.watch_ms, now + WATCH_LIFETIME);
     // A renewal never moves a position that is already stored (mail since 6500 is still unread).
     expect(soonState.gmail_history_id).toBe("6500");
-    expect(await new TokenCipher(TOKEN_KEY).decrypt(soonState.access_token_enc, tokenSlot(soon.id, "access_token"))).toBe(`ya29.refreshed-${subSoon}`);
+    expect(await new TokenCipher(TOKEN_KEY).decrypt(soonState.access_token_enc, tokenSlot(soon.id, "access_token"))).toBe(
+      `ya29.refreshed-${subSoon}`,
+    );
     const laterState = await stateOf(later.id);
     expect(laterState.watch_ms).toBe(laterExpiry);
     expect(laterState.gmail_history_id).toBe("7150");
@@ -155,7 +168,11 @@ describe("mail-watch-renew", () => {
     expect(result.failed).toHaveLength(2);
     expect(result.failed).toEqual(
       expect.arrayContaining([
-        { userId: revoked.id, ok: false, error: expect.stringMatching(/^NonRetriableError: Google refused the refresh token: invalid_grant/) },
+        {
+          userId: revoked.id,
+          ok: false,
+          error: expect.stringMatching(/^NonRetriableError: Google refused the refresh token: invalid_grant/),
+        },
         { userId: noMailbox.id, ok: false, error: expect.stringMatching(/^GmailError: Gmail POST \/watch answered 401/) },
       ]),
     );

@@ -20,7 +20,14 @@ import { capture, captureEmbedding, consolidate, nightly } from "./memory-consol
 /** A fact stored without an embedding (as when the embedder failed); `subject` makes a later one supersede it. */
 async function factWithoutEmbedding(userId: string, statement: string, subject = "") {
   return testDb().withUser(userId, async (tx) => {
-    const { factId } = await recordFact(tx, userId, { statement, category: "general", subject, confidence: 0.8, embedding: null, sourceId: null });
+    const { factId } = await recordFact(tx, userId, {
+      statement,
+      category: "general",
+      subject,
+      confidence: 0.8,
+      embedding: null,
+      sourceId: null,
+    });
     return factId;
   });
 }
@@ -34,7 +41,9 @@ interface EmbeddingRow {
 /** Every entity and fact of the person, with its embedding in pgvector's text form (or null). */
 async function embeddingsOf(userId: string): Promise<{ entities: EmbeddingRow[]; facts: EmbeddingRow[] }> {
   return testDb().withUser(userId, async (tx) => ({
-    entities: (await tx.execute(sql`select id, embedding::text as embedding, updated_at from entities order by id`)) as unknown as EmbeddingRow[],
+    entities: (await tx.execute(
+      sql`select id, embedding::text as embedding, updated_at from entities order by id`,
+    )) as unknown as EmbeddingRow[],
     facts: (await tx.execute(sql`select id, embedding::text as embedding, updated_at from facts order by id`)) as unknown as EmbeddingRow[],
   }));
 }
@@ -176,7 +185,12 @@ describe("memory-consolidate: missing embeddings", () => {
 
     const nightlyRun = await runOnce(functions.memoryConsolidate, nightly, { steps: [{ id: "people", handler: () => [person.id] }] });
     expect(nightlyRun.error).toBeUndefined();
-    expect(nightlyRun.result).toMatchObject({ people: 1, embedded: 0, embedderUnavailable: true, merged: [{ keptId: hobbit.id, mergedId: dup.id }] });
+    expect(nightlyRun.result).toMatchObject({
+      people: 1,
+      embedded: 0,
+      embedderUnavailable: true,
+      merged: [{ keptId: hobbit.id, mergedId: dup.id }],
+    });
     expect((await embeddingsOf(person.id)).facts).toEqual(before.facts);
   });
 
@@ -187,9 +201,16 @@ describe("memory-consolidate: missing embeddings", () => {
     const before = await embeddingsOf(person.id);
     const missing = await testDb().withUser(person.id, (tx) => missingEmbeddings(tx, person.id, 10));
     // Renamed after the listing (its own embedding failed): the vector of the old name is not stored.
-    await testDb().withUser(person.id, (tx) => tx.execute(sql`update entities set name = 'Solaris (Lem)', normalized_name = 'solaris (lem)' where id = ${solaris.id}`));
+    await testDb().withUser(person.id, (tx) =>
+      tx.execute(sql`update entities set name = 'Solaris (Lem)', normalized_name = 'solaris (lem)' where id = ${solaris.id}`),
+    );
     const vectors = await localEmbedder.embed(missing.map((m) => m.text));
-    const stored = await testDb().withUser(person.id, (tx) => storeEmbeddings(tx, missing.map((m, i) => ({ ...m, embedding: vectors[i]! }))));
+    const stored = await testDb().withUser(person.id, (tx) =>
+      storeEmbeddings(
+        tx,
+        missing.map((m, i) => ({ ...m, embedding: vectors[i]! })),
+      ),
+    );
     expect(stored).toBe(1);
     const after = await embeddingsOf(person.id);
     const row = (rows: EmbeddingRow[], id: string) => rows.find((r) => r.id === id)!;

@@ -22,10 +22,19 @@ export async function captureEmbedding(type: string, name: string): Promise<numb
  * One entity with its own source, in its own transaction (created_at orders them: the first is older),
  * embedded as memory_capture embeds it unless `embedding` says otherwise (null: stored without one).
  */
-export async function capture(userId: string, type: string, name: string, options: { properties?: Record<string, unknown>; embedding?: number[] | null } = {}) {
+export async function capture(
+  userId: string,
+  type: string,
+  name: string,
+  options: { properties?: Record<string, unknown>; embedding?: number[] | null } = {},
+) {
   const embedding = options.embedding === undefined ? await captureEmbedding(type, name) : options.embedding;
   return testDb().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "telegram", externalId: `msg-${crypto.randomUUID()}`, payload: { text: `about ${name}` } });
+    const sourceId = await recordSource(tx, userId, {
+      kind: "telegram",
+      externalId: `msg-${crypto.randomUUID()}`,
+      payload: { text: `about ${name}` },
+    });
     const { entityId } = await captureEntity(tx, userId, { type, name, properties: options.properties ?? {}, embedding, sourceId });
     return { id: entityId, sourceId };
   });

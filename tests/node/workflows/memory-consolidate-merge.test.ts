@@ -36,7 +36,13 @@ async function entitiesOf(userId: string): Promise<EntityRow[]> {
 }
 
 /** A uuid[] column as the driver returns it (parsed, or Postgres's text form "{a,b}"). */
-const uuids = (value: string[] | string) => (Array.isArray(value) ? value : value.replace(/^\{|\}$/g, "").split(",").filter(Boolean));
+const uuids = (value: string[] | string) =>
+  Array.isArray(value)
+    ? value
+    : value
+        .replace(/^\{|\}$/g, "")
+        .split(",")
+        .filter(Boolean);
 
 const names = (rows: EntityRow[]) => rows.map((r) => `${r.type}:${r.name}`);
 
@@ -67,12 +73,27 @@ describe("memory-consolidate", () => {
     expect(names(rows)).toEqual(["book:The Hobbit", "person:J.R.R. Tolkien", "place:The Shire"]);
     const kept = rows.find((r) => r.id === hobbit.id)!;
     // The survivor's own values win; the merged one's fill the gaps.
-    expect(kept.properties).toEqual({ rating: 5, author: "J.R.R. Tolkien", pages: 310, aliases: ["Hobbit"], mergedSources: [dup.sourceId] });
+    expect(kept.properties).toEqual({
+      rating: 5,
+      author: "J.R.R. Tolkien",
+      pages: 310,
+      aliases: ["Hobbit"],
+      mergedSources: [dup.sourceId],
+    });
     expect(kept.source_id).toBe(hobbit.sourceId);
 
     const after = await testDb().withUser(person.id, async (tx) => ({
-      edges: (await tx.execute(sql`select id, from_id, to_id, type from edges order by type`)) as unknown as Array<{ id: string; from_id: string; to_id: string; type: string }>,
-      event: ((await tx.execute(sql`select entity_ids from events where id = ${event!.id}`)) as unknown as Array<{ entity_ids: string[] | string }>)[0],
+      edges: (await tx.execute(sql`select id, from_id, to_id, type from edges order by type`)) as unknown as Array<{
+        id: string;
+        from_id: string;
+        to_id: string;
+        type: string;
+      }>,
+      event: (
+        (await tx.execute(sql`select entity_ids from events where id = ${event!.id}`)) as unknown as Array<{
+          entity_ids: string[] | string;
+        }>
+      )[0],
       sources: (await tx.execute(sql`select id from sources where id = ${dup.sourceId}`)) as unknown as unknown[],
     }));
     expect(after.edges).toEqual([
@@ -99,7 +120,16 @@ describe("memory-consolidate", () => {
     const { output } = await consolidate([person.id]);
     const rows = await entitiesOf(person.id);
     expect(output.merged.map((m) => `${m.type}:${m.merged}→${m.kept}`)).toEqual(["movie:The Dune→Dune"]);
-    expect(names(rows)).toEqual(["book:Dune", "book:Dune Messiah", "book:Harry Potter 2", "book:Harry Potter 3", "movie:Dune", "movie:Rocky", "movie:Rocky II", "movie:Rocky III"]);
+    expect(names(rows)).toEqual([
+      "book:Dune",
+      "book:Dune Messiah",
+      "book:Harry Potter 2",
+      "book:Harry Potter 3",
+      "movie:Dune",
+      "movie:Rocky",
+      "movie:Rocky II",
+      "movie:Rocky III",
+    ]);
     // Nothing but the one merge touched the rest.
     for (const row of rows.filter((r) => r.name !== "Dune" || r.type !== "movie")) {
       expect(row).toEqual(before.find((b) => b.id === row.id));
@@ -157,7 +187,9 @@ describe("memory-consolidate", () => {
     const second = await capture(person.id, "book", "Hobbit");
     expect(second.id).not.toBe(first.id);
     const third = await consolidate([person.id]);
-    expect(third.output.merged).toEqual([{ userId: person.id, keptId: hobbit.id, mergedId: second.id, type: "book", kept: "The Hobbit", merged: "Hobbit" }]);
+    expect(third.output.merged).toEqual([
+      { userId: person.id, keptId: hobbit.id, mergedId: second.id, type: "book", kept: "The Hobbit", merged: "Hobbit" },
+    ]);
     const [kept] = await entitiesOf(person.id);
     // …and merging it again lists the alias once, and both of the merged sources.
     expect(kept!.properties).toEqual({ aliases: ["Hobbit"], mergedSources: [first.sourceId, second.sourceId] });
@@ -171,7 +203,10 @@ describe("memory-consolidate", () => {
     await consolidate([person.id]);
     const [kept] = await entitiesOf(person.id);
     expect(kept!.id).toBe(hobbit.id);
-    expect(kept!.properties).toEqual({ aliases: ["Der kleine Hobbit", "There and Back Again", "Hobbit"], mergedSources: [earlier, dup.sourceId] });
+    expect(kept!.properties).toEqual({
+      aliases: ["Der kleine Hobbit", "There and Back Again", "Hobbit"],
+      mergedSources: [earlier, dup.sourceId],
+    });
   });
 
   it("never merges across people, and leaves other people's entities untouched", async () => {
@@ -215,14 +250,18 @@ describe("memory-consolidate", () => {
   it("walks everyone (the real listing, run alone) and traces the run tagged workflow + memory-consolidate", async () => {
     const withChat = await newPerson({ telegram: true });
     const withoutChat = await newPerson();
-    const { result } = await new InngestTestEngine({ function: testWorkflows().functions.memoryConsolidate }).executeStep("people", { events: [nightly] });
+    const { result } = await new InngestTestEngine({ function: testWorkflows().functions.memoryConsolidate }).executeStep("people", {
+      events: [nightly],
+    });
     expect(result).toEqual(expect.arrayContaining([withChat.id, withoutChat.id]));
 
     const person = await newPerson();
     await capture(person.id, "book", "The Hobbit");
     await capture(person.id, "book", "Hobbit");
     const { deps, functions } = testWorkflows();
-    const { result: output, ctx } = await runOnce(functions.memoryConsolidate, nightly, { steps: [{ id: "people", handler: () => [person.id] }] });
+    const { result: output, ctx } = await runOnce(functions.memoryConsolidate, nightly, {
+      steps: [{ id: "people", handler: () => [person.id] }],
+    });
     expect((output as MergeOutput).merged).toHaveLength(1);
     await deps.tracer.flush(); // the serve handler's per-request flush does not run under @inngest/test
     const trace = (await langfuseEvents()).filter((e) => e.type === "trace-create" && e.body.id === ctx.runId);

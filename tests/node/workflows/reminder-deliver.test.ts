@@ -21,7 +21,11 @@ function reminderEvent(userId: string, eventId: string, at: Date) {
 
 async function scheduleReminder(userId: string, text: string, at = new Date(Date.now() + 3_600_000)) {
   const eventId = await testDb().withUser(userId, async (tx) => {
-    const sourceId = await recordSource(tx, userId, { kind: "telegram", externalId: `msg-${crypto.randomUUID()}`, payload: { text: `remind me: ${text}` } });
+    const sourceId = await recordSource(tx, userId, {
+      kind: "telegram",
+      externalId: `msg-${crypto.randomUUID()}`,
+      payload: { text: `remind me: ${text}` },
+    });
     return createReminder(tx, userId, { text, at, sourceId });
   });
   return { eventId, at };
@@ -46,7 +50,9 @@ describe("reminder-deliver", () => {
     const { eventId, at } = await scheduleReminder(person.id, "call mum about the tickets", new Date(Date.now() + 2 * 3_600_000));
     expect((await reminderRow(person.id, eventId))?.status).toBe("scheduled");
 
-    const { result, error, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    const { result, error, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
+      steps: elapsed(),
+    });
     expect(error).toBeUndefined();
     expect(result).toEqual({ delivered: true });
     expect(ctx.step.sleepUntil).toHaveBeenCalledWith("wait-until-due", at);
@@ -100,7 +106,9 @@ describe("reminder-deliver", () => {
     const cancel = await testDb().withUser(person.id, (tx) => cancelReminder(tx, eventId));
     expect(cancel.outcome).toBe("cancelled");
 
-    const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
+      steps: elapsed(),
+    });
     expect(result).toEqual({ delivered: false, reason: "cancelled by the person" });
     expect(stepsRun(ctx)).toEqual(["claim"]);
     expect(await sentTexts(person.chatId!)).toEqual([]);
@@ -119,7 +127,9 @@ describe("reminder-deliver", () => {
       }
     }
     const telegram = new CancellingSender(BOT_TOKEN, standInUrl, { sleep: async () => {} });
-    const { result } = await runOnce(testWorkflows({ telegram }).functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    const { result } = await runOnce(testWorkflows({ telegram }).functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
+      steps: elapsed(),
+    });
     expect(result).toEqual({ delivered: true });
     expect(during).toMatchObject({ outcome: "too-late", reminder: { status: "delivering" } });
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: last-second change of mind"]);
@@ -129,7 +139,9 @@ describe("reminder-deliver", () => {
   it("marks the reminder undeliverable when the person has no Telegram chat", async () => {
     const person = await newPerson();
     const { eventId, at } = await scheduleReminder(person.id, "stretch");
-    const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
+    const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
+      steps: elapsed(),
+    });
     expect(result).toEqual({ delivered: false, reason: "the person has no Telegram chat" });
     expect(stepsRun(ctx)).toEqual(["claim", "no-chat"]);
     expect((await reminderRow(person.id, eventId))?.status).toBe("undeliverable");
@@ -184,7 +196,8 @@ describe("reminder-deliver", () => {
     const events = await langfuseEvents();
     const traces = events.filter((e) => e.type === "trace-create" && e.body.userId === person.id);
     expect(traces.length).toBeGreaterThan(0);
-    for (const trace of traces) expect(trace.body).toMatchObject({ name: "reminder-deliver", tags: ["workflow", "reminder-deliver"], input: { eventId } });
+    for (const trace of traces)
+      expect(trace.body).toMatchObject({ name: "reminder-deliver", tags: ["workflow", "reminder-deliver"], input: { eventId } });
     const ids = new Set(traces.map((t) => t.body.id));
     expect(ids.has(ctx.runId)).toBe(true);
     const updates = events.filter((e) => e.type === "trace-create" && ids.has(e.body.id) && e.body.output !== undefined);

@@ -62,7 +62,11 @@ describe("POST /api/webhooks/mail", () => {
     ];
     for (const [label, data] of badData) {
       const body = envelope(data === null ? base64("null") : data, `fuzz-bad-${fuzz.int(0, 1e9)}-\ud800`);
-      cases.push({ label: `data: ${label}`, path, init: { method: "POST", headers: { ...headers, ...JSON_TYPE }, body: JSON.stringify(body) } });
+      cases.push({
+        label: `data: ${label}`,
+        path,
+        init: { method: "POST", headers: { ...headers, ...JSON_TYPE }, body: JSON.stringify(body) },
+      });
     }
     await run("POST /api/webhooks/mail", cases, {
       database: false, // refused, or acknowledged without looking for the mailbox
@@ -74,7 +78,15 @@ describe("POST /api/webhooks/mail", () => {
     const odd = ["🦄-1", "\u202e-2", "e\u0301\u0301-3", "x".repeat(200)];
     await run(
       "POST /api/webhooks/mail (accepted)",
-      odd.map((messageId) => ({ label: `message id ${JSON.stringify(messageId).slice(0, 30)}`, path, init: { method: "POST", headers: { ...headers, ...JSON_TYPE }, body: JSON.stringify(envelope({ emailAddress: email, historyId: "77" }, messageId)) } })),
+      odd.map((messageId) => ({
+        label: `message id ${JSON.stringify(messageId).slice(0, 30)}`,
+        path,
+        init: {
+          method: "POST",
+          headers: { ...headers, ...JSON_TYPE },
+          body: JSON.stringify(envelope({ emailAddress: email, historyId: "77" }, messageId)),
+        },
+      })),
       { each: async (c, response) => expect(response.status, c.label).toBe(204) },
     );
     const events = (await inngestEvents("mail/notification.received")).filter((e) => e.data.userId === userId);
@@ -93,7 +105,9 @@ describe("the web API, signed in", () => {
     person = await newPerson("fuzz-web");
     cookie = await sessionCookie(person);
     const [row] = (await testDatabase().withUser(person.id, (tx) =>
-      tx.execute(sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'Dune', 'dune') returning id`),
+      tx.execute(
+        sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'Dune', 'dune') returning id`,
+      ),
     )) as unknown as Array<{ id: string }>;
     entityId = row!.id;
     before = await footprint(person.id);
@@ -115,17 +129,29 @@ describe("the web API, signed in", () => {
     const speaker = await newPerson("fuzz-chat");
     const speakerCookie = await sessionCookie(speaker);
     const fuzz = new Fuzz(SEED + 4);
-    const messages = [...UNICODE_EDGES.filter((m) => m.trim()), fuzz.unicode(200), "x".repeat(8000), "I read \ud800Dune", "I read Du\u0000ne"];
+    const messages = [
+      ...UNICODE_EDGES.filter((m) => m.trim()),
+      fuzz.unicode(200),
+      "x".repeat(8000),
+      "I read \ud800Dune",
+      "I read Du\u0000ne",
+    ];
     expect(messages.length).toBeLessThanOrEqual(19); // the chat limit is 20 a minute
     tally.set("POST /api/chat (accepted)", messages.length);
     for (const message of messages) {
-      const response = await fetchWorker("/api/chat", { method: "POST", headers: { cookie: speakerCookie, origin: ORIGIN, ...JSON_TYPE }, body: JSON.stringify({ message }) });
+      const response = await fetchWorker("/api/chat", {
+        method: "POST",
+        headers: { cookie: speakerCookie, origin: ORIGIN, ...JSON_TYPE },
+        body: JSON.stringify({ message }),
+      });
       record("POST /api/chat (accepted)", response.status);
       expect(response.status, JSON.stringify(message).slice(0, 40)).toBe(200);
       const { text } = await readChatStream(response);
       expect(text.length, JSON.stringify(message).slice(0, 40)).toBeGreaterThan(0);
     }
-    const transcript = (await (await fetchWorker("/api/agent/get-messages", { headers: { cookie: speakerCookie } })).json()) as Array<{ role: string }>;
+    const transcript = (await (await fetchWorker("/api/agent/get-messages", { headers: { cookie: speakerCookie } })).json()) as Array<{
+      role: string;
+    }>;
     expect(transcript.map((m) => m.role)).toEqual(messages.flatMap(() => ["user", "assistant"]));
   });
 
@@ -133,7 +159,11 @@ describe("the web API, signed in", () => {
     const fuzz = new Fuzz(SEED + 5);
     const queries: string[] = [];
     for (const edge of UNICODE_EDGES) queries.push(`q=${percentEncode(edge)}`, `type=${percentEncode(edge)}`);
-    for (let i = 0; i < 8; i++) queries.push(`q=${fuzz.percentBytes(fuzz.int(1, 40))}`, `type=${fuzz.percentBytes(fuzz.int(1, 12))}&q=${percentEncode(fuzz.unicode(20))}`);
+    for (let i = 0; i < 8; i++)
+      queries.push(
+        `q=${fuzz.percentBytes(fuzz.int(1, 40))}`,
+        `type=${fuzz.percentBytes(fuzz.int(1, 12))}&q=${percentEncode(fuzz.unicode(20))}`,
+      );
     queries.push(
       "q=",
       "q=%20%20",
@@ -194,10 +224,21 @@ describe("the web API, signed in", () => {
       "x".repeat(100_000),
       `'%20or%201=1%20--`,
     ];
-    const cases: Case[] = ids.map((id) => ({ label: `id ${id.slice(0, 50)}`, path: `/api/memories/${id}`, init: { method: "DELETE", headers: { cookie, origin: ORIGIN } } }));
+    const cases: Case[] = ids.map((id) => ({
+      label: `id ${id.slice(0, 50)}`,
+      path: `/api/memories/${id}`,
+      init: { method: "DELETE", headers: { cookie, origin: ORIGIN } },
+    }));
     // Bodies are not read, but must not matter either.
-    for (let i = 0; i < 4; i++) cases.push({ label: `random body #${i}`, path: `/api/memories/${crypto.randomUUID()}`, init: { method: "DELETE", headers: { cookie, origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(1, 70_000)) } });
-    await run("DELETE /api/memories/:id", cases, { each: async (c, response) => expect([400, 404, 405], c.label).toContain(response.status) });
+    for (let i = 0; i < 4; i++)
+      cases.push({
+        label: `random body #${i}`,
+        path: `/api/memories/${crypto.randomUUID()}`,
+        init: { method: "DELETE", headers: { cookie, origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(1, 70_000)) },
+      });
+    await run("DELETE /api/memories/:id", cases, {
+      each: async (c, response) => expect([400, 404, 405], c.label).toContain(response.status),
+    });
     expect(await footprint(person.id)).toEqual(before);
   });
 
@@ -217,9 +258,18 @@ describe("the web API, signed in", () => {
       // Never blank: a blank Origin is no Origin, which the rule lets through (non-browser clients).
       ...Array.from({ length: 6 }, () => `x${fuzz.ascii(fuzz.int(1, 80))}`),
     ];
-    for (const origin of origins) cases.push({ label: `origin ${JSON.stringify(origin)}`, path: "/api/account", init: { method: "DELETE", headers: { cookie, origin } } });
+    for (const origin of origins)
+      cases.push({
+        label: `origin ${JSON.stringify(origin)}`,
+        path: "/api/account",
+        init: { method: "DELETE", headers: { cookie, origin } },
+      });
     for (const site of ["cross-site", "same-site", "CROSS-SITE", "", fuzz.ascii(10)]) {
-      cases.push({ label: `no origin, sec-fetch-site ${JSON.stringify(site)}`, path: "/api/account", init: { method: "DELETE", headers: { cookie, "sec-fetch-site": site } } });
+      cases.push({
+        label: `no origin, sec-fetch-site ${JSON.stringify(site)}`,
+        path: "/api/account",
+        init: { method: "DELETE", headers: { cookie, "sec-fetch-site": site } },
+      });
     }
     const cookies = [
       "soma_session=",
@@ -232,8 +282,18 @@ describe("the web API, signed in", () => {
       ...Array.from({ length: 6 }, () => `soma_session=${percentEncode(fuzz.unicode(30))}`),
       ...Array.from({ length: 3 }, () => fuzz.ascii(fuzz.int(1, 200))),
     ];
-    for (const forged of cookies) cases.push({ label: `cookie ${forged.slice(0, 50)}`, path: "/api/account", init: { method: "DELETE", headers: { cookie: forged, origin: ORIGIN } } });
-    for (let i = 0; i < 4; i++) cases.push({ label: `random body, cross-site #${i}`, path: "/api/account", init: { method: "DELETE", headers: { cookie, origin: "https://evil.example", ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(1, 5000)) } });
+    for (const forged of cookies)
+      cases.push({
+        label: `cookie ${forged.slice(0, 50)}`,
+        path: "/api/account",
+        init: { method: "DELETE", headers: { cookie: forged, origin: ORIGIN } },
+      });
+    for (let i = 0; i < 4; i++)
+      cases.push({
+        label: `random body, cross-site #${i}`,
+        path: "/api/account",
+        init: { method: "DELETE", headers: { cookie, origin: "https://evil.example", ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(1, 5000)) },
+      });
     await run("DELETE /api/account", cases, { each: async (c, response) => expect([401, 403], c.label).toContain(response.status) });
     expect(await footprint(person.id)).toEqual(before);
     expect((await fetchWorker("/api/me", { headers: { cookie } })).status).toBe(200);
@@ -246,10 +306,19 @@ describe("GET | PUT | POST /api/workflows", () => {
     const cases: Case[] = [];
     const runBody = { event: { name: "conversation/turn.completed", data: {} }, events: [], steps: {}, ctx: { run_id: "x", attempt: 0 } };
     cases.push(...bodyCases(fuzz, "/api/workflows?fnId=soma-fact-extract&stepId=step", {}, runBody, 8 * 1024 * 1024, { wrongPerField: 1 }));
-    for (let i = 0; i < 6; i++) cases.push({ label: `GET random query #${i}`, path: `/api/workflows?${fuzz.percentBytes(fuzz.int(1, 60))}`, init: {} });
+    for (let i = 0; i < 6; i++)
+      cases.push({ label: `GET random query #${i}`, path: `/api/workflows?${fuzz.percentBytes(fuzz.int(1, 60))}`, init: {} });
     for (const query of ["probe=trust", "deployId=%00", "fnId=%ED%A0%80", `fnId=${"x".repeat(10_000)}`]) {
       cases.push({ label: `GET ?${query.slice(0, 30)}`, path: `/api/workflows?${query}`, init: {} });
-      cases.push({ label: `POST ?${query.slice(0, 30)}`, path: `/api/workflows?${query}`, init: { method: "POST", headers: { ...JSON_TYPE, "x-inngest-signature": `t=${Date.now()}&s=${fuzz.ascii(64).replace(/\W/g, "a")}` }, body: JSON.stringify(runBody) } });
+      cases.push({
+        label: `POST ?${query.slice(0, 30)}`,
+        path: `/api/workflows?${query}`,
+        init: {
+          method: "POST",
+          headers: { ...JSON_TYPE, "x-inngest-signature": `t=${Date.now()}&s=${fuzz.ascii(64).replace(/\W/g, "a")}` },
+          body: JSON.stringify(runBody),
+        },
+      });
     }
     await run("GET|POST /api/workflows", cases, {
       database: false,
@@ -262,19 +331,30 @@ describe("GET | PUT | POST /api/workflows", () => {
     // path the stand-in does not serve, so a PUT that reached the sync would answer 5xx here.
     const putBodies: Array<[string, BodyInit]> = [
       // `{"` first: random bytes after it are never valid JSON.
-      ...Array.from({ length: 6 }, (_, i): [string, BodyInit] => [`random bytes #${i}`, Uint8Array.from([0x7b, 0x22, ...fuzz.bytes(fuzz.int(1, 4096))])]),
+      ...Array.from({ length: 6 }, (_, i): [string, BodyInit] => [
+        `random bytes #${i}`,
+        Uint8Array.from([0x7b, 0x22, ...fuzz.bytes(fuzz.int(1, 4096))]),
+      ]),
       ["truncated JSON", '{"url": "https://evil.example'],
       ["a lone surrogate outside a string", '{"a": \ud800}'],
       ["NUL", "\u0000"],
     ];
     tally.set("PUT /api/workflows", putBodies.length + 1);
     for (const [label, body] of putBodies) {
-      const response = await callWithEnv({ INNGEST_BASE_URL: `${env.STAND_IN_URL}/no-sync-in-fuzz` }, "/api/workflows", { method: "PUT", headers: JSON_TYPE, body });
+      const response = await callWithEnv({ INNGEST_BASE_URL: `${env.STAND_IN_URL}/no-sync-in-fuzz` }, "/api/workflows", {
+        method: "PUT",
+        headers: JSON_TYPE,
+        body,
+      });
       record("PUT /api/workflows", response.status);
       expect(response.status, label).toBe(400);
       await expectErrorShape(response, label);
     }
-    const huge = await callWithEnv({ INNGEST_BASE_URL: `${env.STAND_IN_URL}/no-sync-in-fuzz` }, "/api/workflows", { method: "PUT", body: streamedBody("x".repeat(8 * 1024 * 1024 + 1)), duplex: "half" } as RequestInit);
+    const huge = await callWithEnv({ INNGEST_BASE_URL: `${env.STAND_IN_URL}/no-sync-in-fuzz` }, "/api/workflows", {
+      method: "PUT",
+      body: streamedBody("x".repeat(8 * 1024 * 1024 + 1)),
+      duplex: "half",
+    } as RequestInit);
     record("PUT /api/workflows", huge.status);
     expect(huge.status).toBe(413);
   });
@@ -288,7 +368,12 @@ describe("unknown paths", () => {
     const cases: Case[] = [];
     for (let i = 0; i < 30; i++) {
       const method = fuzz.pick(methods);
-      const tail = fuzz.pick([() => percentEncode(fuzz.unicode(fuzz.int(1, 30))), () => fuzz.percentBytes(fuzz.int(1, 20)), () => percentEncode(fuzz.ascii(fuzz.int(1, 40))), () => "a/".repeat(fuzz.int(1, 200))])();
+      const tail = fuzz.pick([
+        () => percentEncode(fuzz.unicode(fuzz.int(1, 30))),
+        () => fuzz.percentBytes(fuzz.int(1, 20)),
+        () => percentEncode(fuzz.ascii(fuzz.int(1, 40))),
+        () => "a/".repeat(fuzz.int(1, 200)),
+      ])();
       cases.push({
         label: `${method} ${fuzz.pick(prefixes)}${tail.slice(0, 40)}`,
         path: `${fuzz.pick(prefixes)}${tail}`,

@@ -40,7 +40,14 @@ describe("POST /api/messenger/webhook", () => {
     let updateId = 900_000_000;
     const update = (sender: number, message: Record<string, unknown> = {}, from: Record<string, unknown> = {}) => ({
       update_id: ++updateId,
-      message: { message_id: updateId % 100000, date: 1_700_000_000, chat: { id: sender, type: "private" }, from: { id: sender, is_bot: false, first_name: "Fuzz", ...from }, text: "I read Dune", ...message },
+      message: {
+        message_id: updateId % 100000,
+        date: 1_700_000_000,
+        chat: { id: sender, type: "private" },
+        from: { id: sender, is_bot: false, first_name: "Fuzz", ...from },
+        text: "I read Dune",
+        ...message,
+      },
     });
     const secret = { "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET };
 
@@ -64,26 +71,45 @@ describe("POST /api/messenger/webhook", () => {
     }
     const ignored: Array<[string, unknown]> = [
       ["an edited message", { update_id: ++updateId, edited_message: update(++refusedSender).message }],
-      ["a callback query", { update_id: ++updateId, callback_query: { id: "1", from: { id: ++refusedSender, is_bot: false, first_name: "\u202e" }, data: "\u0000" } }],
+      [
+        "a callback query",
+        {
+          update_id: ++updateId,
+          callback_query: { id: "1", from: { id: ++refusedSender, is_bot: false, first_name: "\u202e" }, data: "\u0000" },
+        },
+      ],
       ["a message from a bot", update(++refusedSender, {}, { is_bot: true })],
       ["a message without a sender", { update_id: ++updateId, message: { ...update(++refusedSender).message, from: undefined } }],
       ["only an update id", { update_id: ++updateId }],
       // Anything but chat.type "private" is not a private chat (finding 1): acknowledged, nobody created.
       ["chat.type of the wrong type", update(++refusedSender, { chat: { id: refusedSender, type: [] } })],
     ];
-    for (const [label, body] of ignored) refused.push({ label, path: "/api/messenger/webhook", init: { method: "POST", headers: { ...JSON_TYPE, ...secret }, body: JSON.stringify(body) } });
+    for (const [label, body] of ignored)
+      refused.push({
+        label,
+        path: "/api/messenger/webhook",
+        init: { method: "POST", headers: { ...JSON_TYPE, ...secret }, body: JSON.stringify(body) },
+      });
     await run("POST /api/messenger/webhook (refused)", refused, { database: false });
 
     // Valid however odd: each from its own sender, each must be answered exactly once.
     const accepted: Array<[string, unknown]> = [
       ...UNICODE_EDGES.map((edge): [string, unknown] => [`text ${JSON.stringify(edge)}`, update(++acceptedSender, { text: edge })]),
-      ...fuzz.some(UNICODE_EDGES, 4).map((edge): [string, unknown] => [`first_name ${JSON.stringify(edge)}`, update(++acceptedSender, {}, { first_name: edge, last_name: edge })]),
+      ...fuzz
+        .some(UNICODE_EDGES, 4)
+        .map((edge): [string, unknown] => [
+          `first_name ${JSON.stringify(edge)}`,
+          update(++acceptedSender, {}, { first_name: edge, last_name: edge }),
+        ]),
       ["first_name NUL only", update(++acceptedSender, {}, { first_name: "\u0000" })],
       ["first_name of 50 000 characters", update(++acceptedSender, {}, { first_name: "Ж".repeat(50_000) })],
       ["random unicode text", update(++acceptedSender, { text: fuzz.unicode(300) })],
       ["text at the 20 000 character limit", update(++acceptedSender, { text: "x".repeat(20_000) })],
       ["a caption and no text", update(++acceptedSender, { text: undefined, caption: "🦄\u0000" })],
-      ["a photo with no text", update(++acceptedSender, { text: undefined, photo: [{ file_id: "x", file_unique_id: "y", width: 1, height: 1 }] })],
+      [
+        "a photo with no text",
+        update(++acceptedSender, { text: undefined, photo: [{ file_id: "x", file_unique_id: "y", width: 1, height: 1 }] }),
+      ],
       ["date of the wrong type", update(++acceptedSender, { date: "\u0000" })],
       ["a lone surrogate command", update(++acceptedSender, { text: "/forget \ud800" })],
       ["a NUL in /forget (regression: wedged the inbox)", update(++acceptedSender, { text: "/forget a\u0000b" })],
@@ -91,7 +117,11 @@ describe("POST /api/messenger/webhook", () => {
     ];
     await run(
       "POST /api/messenger/webhook (accepted)",
-      accepted.map(([label, body]) => ({ label, path: "/api/messenger/webhook", init: { method: "POST", headers: { ...JSON_TYPE, ...secret }, body: JSON.stringify(body) } })),
+      accepted.map(([label, body]) => ({
+        label,
+        path: "/api/messenger/webhook",
+        init: { method: "POST", headers: { ...JSON_TYPE, ...secret }, body: JSON.stringify(body) },
+      })),
       { each: async (c, response) => expect(response.status, c.label).toBe(200) },
     );
 
@@ -109,7 +139,10 @@ describe("POST /api/messenger/webhook", () => {
     }
     await new Promise((resolve) => setTimeout(resolve, 200)); // a duplicate would arrive now
     const chats = [...sent.keys()];
-    expect(chats.filter((id) => id < ACCEPTED_FROM), "Bot API calls to refused senders").toEqual([]);
+    expect(
+      chats.filter((id) => id < ACCEPTED_FROM),
+      "Bot API calls to refused senders",
+    ).toEqual([]);
     expect(chats.sort(), "one chat per accepted update").toHaveLength(accepted.length);
     for (const [chat, texts] of sent) {
       expect(texts, `replies to ${chat}`).toHaveLength(1);
@@ -139,9 +172,23 @@ describe("sign-in routes", () => {
     // Sent as the link's page would (its nonce and cookie), so that the token itself is what is refused.
     const page = await signInPage(`/auth/link/${token}`);
     const fromPage = () => ({ origin: ORIGIN, "content-type": "application/x-www-form-urlencoded", cookie: page.cookie });
-    const cases: Case[] = tokens.map((t) => ({ label: `token ${t.slice(0, 50)}`, path: `/auth/link/${t}`, init: { method: "POST", headers: fromPage(), body: `nonce=${page.nonce}` } }));
-    for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(30)}`]) cases.push({ label: `the real token from origin ${origin}`, path: `/auth/link/${token}`, init: { method: "POST", headers: { origin } } });
-    for (let i = 0; i < 4; i++) cases.push({ label: `random body #${i}`, path: `/auth/link/${fuzz.ascii(20).replace(/\W/g, "")}x`, init: { method: "POST", headers: { ...fromPage(), ...JSON_TYPE }, body: fuzz.bytes(2000) } });
+    const cases: Case[] = tokens.map((t) => ({
+      label: `token ${t.slice(0, 50)}`,
+      path: `/auth/link/${t}`,
+      init: { method: "POST", headers: fromPage(), body: `nonce=${page.nonce}` },
+    }));
+    for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(30)}`])
+      cases.push({
+        label: `the real token from origin ${origin}`,
+        path: `/auth/link/${token}`,
+        init: { method: "POST", headers: { origin } },
+      });
+    for (let i = 0; i < 4; i++)
+      cases.push({
+        label: `random body #${i}`,
+        path: `/auth/link/${fuzz.ascii(20).replace(/\W/g, "")}x`,
+        init: { method: "POST", headers: { ...fromPage(), ...JSON_TYPE }, body: fuzz.bytes(2000) },
+      });
     await run("POST /auth/link/:token", cases, {
       each: async (c, response) => {
         expect([400, 403, 404, 405], c.label).toContain(response.status);
@@ -154,7 +201,10 @@ describe("sign-in routes", () => {
   it("GET /auth/telegram refuses every unsigned, mis-signed or malformed widget login", async () => {
     const fuzz = new Fuzz(SEED + 9);
     const sign = async (fields: Record<string, string>) => {
-      const dataCheckString = Object.keys(fields).sort().map((k) => `${k}=${fields[k]}`).join("\n");
+      const dataCheckString = Object.keys(fields)
+        .sort()
+        .map((k) => `${k}=${fields[k]}`)
+        .join("\n");
       const secret = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(env.TELEGRAM_BOT_TOKEN));
       const key = await crypto.subtle.importKey("raw", secret, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
       const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(dataCheckString)));
@@ -167,7 +217,10 @@ describe("sign-in routes", () => {
     for (let i = 0; i < 8; i++) queries.push(fuzz.percentBytes(fuzz.int(1, 80)));
     for (let i = 0; i < 4; i++) queries.push(new URLSearchParams({ ...base(), hash: fuzz.ascii(64) }).toString());
     for (const field of ["id", "first_name", "last_name", "username", "photo_url", "auth_date", "hash"]) {
-      for (const value of fuzz.some(["", "abc", "-1", "0", "1.5", "1e400", "0x10", "9".repeat(30), "\u0000", "\ud800", "🦄", "x".repeat(5000), "javascript:alert(1)"], 3)) {
+      for (const value of fuzz.some(
+        ["", "abc", "-1", "0", "1.5", "1e400", "0x10", "9".repeat(30), "\u0000", "\ud800", "🦄", "x".repeat(5000), "javascript:alert(1)"],
+        3,
+      )) {
         queries.push(new URLSearchParams({ ...base(), hash: "a".repeat(64), [field]: value }).toString());
       }
     }
@@ -185,12 +238,19 @@ describe("sign-in routes", () => {
     const browser = await signInPage();
     await run(
       "GET /auth/telegram",
-      queries.map((query) => ({ label: query.slice(0, 70), path: `/auth/telegram?nonce=${browser.nonce}&${query}`, init: { headers: { cookie: browser.cookie } } })),
+      queries.map((query) => ({
+        label: query.slice(0, 70),
+        path: `/auth/telegram?nonce=${browser.nonce}&${query}`,
+        init: { headers: { cookie: browser.cookie } },
+      })),
       {
         database: false,
         each: async (c, response) => {
           expect([400, 401], c.label).toContain(response.status);
-          expect(response.headers.getSetCookie().filter((cookie) => cookie.startsWith("soma_session=")), c.label).toEqual([]);
+          expect(
+            response.headers.getSetCookie().filter((cookie) => cookie.startsWith("soma_session=")),
+            c.label,
+          ).toEqual([]);
         },
       },
     );
@@ -198,7 +258,10 @@ describe("sign-in routes", () => {
 
     // Correctly signed with a NUL in the name (regression: a 500 from Postgres): signs in.
     const id = ACCEPTED_FROM + 900_000;
-    const response = await fetchWorker(`/auth/telegram?nonce=${browser.nonce}&${await sign({ id: String(id), first_name: "Nu\u0000ll", last_name: "\ud800", auth_date: now() })}`, { headers: { cookie: browser.cookie } });
+    const response = await fetchWorker(
+      `/auth/telegram?nonce=${browser.nonce}&${await sign({ id: String(id), first_name: "Nu\u0000ll", last_name: "\ud800", auth_date: now() })}`,
+      { headers: { cookie: browser.cookie } },
+    );
     tally.set("GET /auth/telegram", (tally.get("GET /auth/telegram") ?? 0) + 1);
     record("GET /auth/telegram", response.status);
     expect(response.status).toBe(303);
@@ -213,13 +276,37 @@ describe("sign-in routes", () => {
     const state = "fuzz-state-0123456789";
     const good = { state, verifier: "v".repeat(43), intent: "signin" };
     const cases: Case[] = [];
-    const callback = (label: string, query: string, cookie?: string): Case => ({ label, path: `/auth/google/callback?${query}`, init: { headers: cookie ? { cookie } : {} } });
+    const callback = (label: string, query: string, cookie?: string): Case => ({
+      label,
+      path: `/auth/google/callback?${query}`,
+      init: { headers: cookie ? { cookie } : {} },
+    });
     for (let i = 0; i < 6; i++) cases.push(callback(`random query #${i}`, fuzz.percentBytes(fuzz.int(1, 60))));
-    for (let i = 0; i < 4; i++) cases.push(callback(`random cookie #${i}`, `state=${state}&code=abc`, `soma_google_flow=${percentEncode(fuzz.unicode(40))}`));
-    for (const shape of [null, [], {}, { state }, { ...good, intent: "admin" }, { ...good, state: 1 }, "{", deepArray(5000), `"${"\\ud800"}"`]) {
+    for (let i = 0; i < 4; i++)
+      cases.push(callback(`random cookie #${i}`, `state=${state}&code=abc`, `soma_google_flow=${percentEncode(fuzz.unicode(40))}`));
+    for (const shape of [
+      null,
+      [],
+      {},
+      { state },
+      { ...good, intent: "admin" },
+      { ...good, state: 1 },
+      "{",
+      deepArray(5000),
+      `"${"\\ud800"}"`,
+    ]) {
       cases.push(callback(`flow cookie ${JSON.stringify(shape)?.slice(0, 30)}`, `state=${state}&code=abc`, flow(shape)));
     }
-    for (const given of ["", "x", state.slice(0, -1), `${state}x`, state.toUpperCase(), percentEncode("\u0000"), percentEncode("\ud800"), "x".repeat(10_000)]) {
+    for (const given of [
+      "",
+      "x",
+      state.slice(0, -1),
+      `${state}x`,
+      state.toUpperCase(),
+      percentEncode("\u0000"),
+      percentEncode("\ud800"),
+      "x".repeat(10_000),
+    ]) {
       cases.push(callback(`state ${given.slice(0, 20)}`, `state=${given}&code=abc`, flow(good)));
     }
     cases.push(callback("no state", "code=abc", flow(good)));
@@ -229,7 +316,13 @@ describe("sign-in routes", () => {
     // The state matches, the code is garbage: Google (the stand-in) refuses it.
     for (const code of [...fuzz.some(UNICODE_EDGES, 4), fuzz.ascii(30), "x".repeat(20_000), "bad-code"]) {
       cases.push(callback(`code ${JSON.stringify(code).slice(0, 20)}`, `state=${state}&code=${percentEncode(code)}`, flow(good)));
-      cases.push(callback(`connect, code ${JSON.stringify(code).slice(0, 20)}`, `state=${state}&code=${percentEncode(code)}`, flow({ ...good, intent: "connect" })));
+      cases.push(
+        callback(
+          `connect, code ${JSON.stringify(code).slice(0, 20)}`,
+          `state=${state}&code=${percentEncode(code)}`,
+          flow({ ...good, intent: "connect" }),
+        ),
+      );
     }
     await run("GET /auth/google/callback", cases, {
       database: false,
@@ -246,14 +339,36 @@ describe("sign-in routes", () => {
     const victim = await newPerson("fuzz-logout");
     const victimCookie = await sessionCookie(victim);
     const cases: Case[] = [];
-    for (let i = 0; i < 8; i++) cases.push({ label: `random cookie #${i}`, path: "/logout", init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${percentEncode(fuzz.unicode(fuzz.int(1, 60)))}` } } });
-    for (let i = 0; i < 4; i++) cases.push({ label: `random body #${i}`, path: "/logout", init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(0, 70_000)) } });
+    for (let i = 0; i < 8; i++)
+      cases.push({
+        label: `random cookie #${i}`,
+        path: "/logout",
+        init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${percentEncode(fuzz.unicode(fuzz.int(1, 60)))}` } },
+      });
+    for (let i = 0; i < 4; i++)
+      cases.push({
+        label: `random body #${i}`,
+        path: "/logout",
+        init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(0, 70_000)) },
+      });
     for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(20)}`, "http://soma.test"]) {
-      cases.push({ label: `the victim's cookie from ${origin}`, path: "/logout", init: { method: "POST", headers: { origin, cookie: victimCookie } } });
+      cases.push({
+        label: `the victim's cookie from ${origin}`,
+        path: "/logout",
+        init: { method: "POST", headers: { origin, cookie: victimCookie } },
+      });
     }
-    cases.push({ label: "the victim's cookie, sec-fetch-site cross-site", path: "/logout", init: { method: "POST", headers: { "sec-fetch-site": "cross-site", cookie: victimCookie } } });
+    cases.push({
+      label: "the victim's cookie, sec-fetch-site cross-site",
+      path: "/logout",
+      init: { method: "POST", headers: { "sec-fetch-site": "cross-site", cookie: victimCookie } },
+    });
     cases.push({ label: "no cookie", path: "/logout", init: { method: "POST", headers: { origin: ORIGIN } } });
-    cases.push({ label: "a huge cookie", path: "/logout", init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${"z".repeat(50_000)}` } } });
+    cases.push({
+      label: "a huge cookie",
+      path: "/logout",
+      init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${"z".repeat(50_000)}` } },
+    });
     await run("POST /logout", cases, { each: async (c, response) => expect([303, 403], c.label).toContain(response.status) });
     expect((await fetchWorker("/api/me", { headers: { cookie: victimCookie } })).status).toBe(200);
   });
@@ -261,9 +376,20 @@ describe("sign-in routes", () => {
   it("POST /auth/dev refuses outside development and cross-site in development, starting no session", async () => {
     const fuzz = new Fuzz(SEED + 12);
     const cases: Case[] = [];
-    for (let i = 0; i < 6; i++) cases.push({ label: `random body #${i}`, path: "/auth/dev", init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(0, 5000)) } });
-    for (const edge of UNICODE_EDGES.slice(0, 4)) cases.push({ label: `unicode body ${JSON.stringify(edge)}`, path: "/auth/dev", init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: JSON.stringify({ email: edge }) } });
-    for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(20)}`]) cases.push({ label: `origin ${origin}`, path: "/auth/dev", init: { method: "POST", headers: { origin } } });
+    for (let i = 0; i < 6; i++)
+      cases.push({
+        label: `random body #${i}`,
+        path: "/auth/dev",
+        init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: fuzz.bytes(fuzz.int(0, 5000)) },
+      });
+    for (const edge of UNICODE_EDGES.slice(0, 4))
+      cases.push({
+        label: `unicode body ${JSON.stringify(edge)}`,
+        path: "/auth/dev",
+        init: { method: "POST", headers: { origin: ORIGIN, ...JSON_TYPE }, body: JSON.stringify({ email: edge }) },
+      });
+    for (const origin of ["https://evil.example", "null", `x${fuzz.ascii(20)}`])
+      cases.push({ label: `origin ${origin}`, path: "/auth/dev", init: { method: "POST", headers: { origin } } });
     await run("POST /auth/dev (test environment)", cases, {
       database: false,
       each: async (c, response) => {
@@ -273,13 +399,23 @@ describe("sign-in routes", () => {
     });
 
     const crossSite = [
-      ...["https://evil.example", "null", "http://soma.test", "https://soma.test.evil.example", ...Array.from({ length: 6 }, () => `x${fuzz.ascii(fuzz.int(1, 60))}`)].map((origin) => ({ origin })),
+      ...[
+        "https://evil.example",
+        "null",
+        "http://soma.test",
+        "https://soma.test.evil.example",
+        ...Array.from({ length: 6 }, () => `x${fuzz.ascii(fuzz.int(1, 60))}`),
+      ].map((origin) => ({ origin })),
       { "sec-fetch-site": "cross-site" },
       { "sec-fetch-site": "same-site" },
     ];
     tally.set("POST /auth/dev (development)", crossSite.length);
     for (const headers of crossSite) {
-      const response = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", { method: "POST", headers: { ...headers, ...JSON_TYPE }, body: String.fromCharCode(...fuzz.bytes(100)) });
+      const response = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", {
+        method: "POST",
+        headers: { ...headers, ...JSON_TYPE },
+        body: String.fromCharCode(...fuzz.bytes(100)),
+      });
       record("POST /auth/dev (development)", response.status);
       expect(response.status, JSON.stringify(headers)).toBe(403);
       expect(response.headers.get("set-cookie")).toBeNull();

@@ -41,7 +41,11 @@ export function record(endpoint: string, status: number) {
 export async function run(
   endpoint: string,
   cases: Case[],
-  options: { database?: boolean; jsonErrors?: (response: Response, c: Case) => boolean; each?: (c: Case, response: Response) => Promise<void> } = {},
+  options: {
+    database?: boolean;
+    jsonErrors?: (response: Response, c: Case) => boolean;
+    each?: (c: Case, response: Response) => Promise<void>;
+  } = {},
 ) {
   tally.set(endpoint, (tally.get(endpoint) ?? 0) + cases.length);
   const queue = [...cases];
@@ -65,13 +69,29 @@ export async function run(
 }
 
 export const JSON_TYPE = { "content-type": "application/json" };
-const WRONG_CONTENT_TYPES = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=xyz", "application/xml", "application/jsonx", "json", "", "text/json\u00e9"];
+const WRONG_CONTENT_TYPES = [
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=xyz",
+  "application/xml",
+  "application/jsonx",
+  "json",
+  "",
+  "text/json\u00e9",
+];
 
 /**
  * The body families every JSON endpoint gets: `valid` is a body the route accepts (used truncated,
  * with a wrong type in each field, under wrong content types); `limit` is the route's body limit.
  */
-export function bodyCases(fuzz: Fuzz, path: string, headers: Record<string, string>, valid: unknown, limit: number, options: { skipPaths?: string[]; extraWrong?: Record<string, unknown[]>; wrongPerField?: number } = {}): Case[] {
+export function bodyCases(
+  fuzz: Fuzz,
+  path: string,
+  headers: Record<string, string>,
+  valid: unknown,
+  limit: number,
+  options: { skipPaths?: string[]; extraWrong?: Record<string, unknown[]>; wrongPerField?: number } = {},
+): Case[] {
   const cases: Case[] = [];
   const post = (label: string, body: BodyInit | null | undefined, extra: Record<string, string> = JSON_TYPE): Case => ({
     label,
@@ -85,8 +105,18 @@ export function bodyCases(fuzz: Fuzz, path: string, headers: Record<string, stri
   const depth = Math.min(Math.floor(limit / 12), 50_000);
   cases.push(post(`nested arrays, depth ${depth}`, deepArray(depth)));
   cases.push(post(`nested objects, depth ${Math.floor(depth / 3)}`, deepObject(Math.floor(depth / 3))));
-  for (const [i, path_] of fuzz.some(fieldPaths(valid).filter((p) => p.length > 0 && !options.skipPaths?.includes(p.join("."))), 3).entries()) {
-    cases.push(post(`deep nesting in ${path_.join(".")} #${i}`, JSON.stringify(withField(valid, path_, "__DEEP__")).replace('"__DEEP__"', deepArray(Math.floor(depth / 2)))));
+  for (const [i, path_] of fuzz
+    .some(
+      fieldPaths(valid).filter((p) => p.length > 0 && !options.skipPaths?.includes(p.join("."))),
+      3,
+    )
+    .entries()) {
+    cases.push(
+      post(
+        `deep nesting in ${path_.join(".")} #${i}`,
+        JSON.stringify(withField(valid, path_, "__DEEP__")).replace('"__DEEP__"', deepArray(Math.floor(depth / 2))),
+      ),
+    );
   }
   for (const field of fieldPaths(valid)) {
     const name = field.join(".");
@@ -94,13 +124,19 @@ export function bodyCases(fuzz: Fuzz, path: string, headers: Record<string, stri
     let current: unknown = valid;
     for (const key of field) current = (current as Record<string, unknown>)[key];
     const wrong = [...fuzz.some(wrongValues(current), options.wrongPerField ?? 2), ...(options.extraWrong?.[name] ?? [])];
-    for (const value of wrong) cases.push(post(`${name} = ${JSON.stringify(value)?.slice(0, 40)}`, JSON.stringify(withField(valid, field, value))));
+    for (const value of wrong)
+      cases.push(post(`${name} = ${JSON.stringify(value)?.slice(0, 40)}`, JSON.stringify(withField(valid, field, value))));
   }
   // Over the limit: declared, declared but lying (small length, big body), and streamed with no length.
   const big = JSON.stringify(withField(valid, fieldPaths(valid).find((p) => p.length > 0)!, "x".repeat(limit + 1024)));
   cases.push(post(`huge body, ${big.length} bytes with content-length`, big, { ...JSON_TYPE, "content-length": String(big.length) }));
   cases.push(post(`huge body, ${big.length} bytes streamed`, streamedBody(big)));
-  cases.push(post(`huge body of random bytes, streamed`, streamedBody(String.fromCharCode(...fuzz.bytes(2048)).repeat(Math.ceil((limit + 1) / 2048)))));
+  cases.push(
+    post(
+      `huge body of random bytes, streamed`,
+      streamedBody(String.fromCharCode(...fuzz.bytes(2048)).repeat(Math.ceil((limit + 1) / 2048))),
+    ),
+  );
   cases.push(post(`body declaring a small content-length`, big, { ...JSON_TYPE, "content-length": "10" }));
   // Unicode where it can never be valid (the top level, keys), and lone surrogates as escapes.
   cases.push(post("a lone surrogate string as the body", LONE_SURROGATE_JSON));
@@ -126,7 +162,8 @@ export function bodyCases(fuzz: Fuzz, path: string, headers: Record<string, stri
 export function muteLogsAndTally(): void {
   let muted = 0;
   beforeAll(() => {
-    for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(() => void muted++);
+    for (const method of ["log", "info", "warn", "error", "debug"] as const)
+      vi.spyOn(console, method).mockImplementation(() => void muted++);
   });
 
   afterAll(() => {
@@ -134,7 +171,10 @@ export function muteLogsAndTally(): void {
     console.log(`fuzz: ${muted} log lines of the Worker muted`);
     const total = [...tally.values()].reduce((a, b) => a + b, 0);
     for (const [endpoint, count] of tally) {
-      const seen = [...(statuses.get(endpoint) ?? new Map<number, number>())].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(" ");
+      const seen = [...(statuses.get(endpoint) ?? new Map<number, number>())]
+        .sort(([a], [b]) => a - b)
+        .map(([s, n]) => `${s}×${n}`)
+        .join(" ");
       console.log(`fuzz ${endpoint}: ${count} cases (${seen})`);
     }
     console.log(`fuzz total: ${total} cases over ${tally.size} endpoints`);

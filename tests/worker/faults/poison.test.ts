@@ -92,7 +92,13 @@ describe("a poison message in the inbox", () => {
       instance.modelOverride = Object.assign(Object.create(offline) as OfflineModel, {
         doStream: (options: Parameters<OfflineModel["doStream"]>[0]) => {
           if (JSON.stringify(options.prompt.findLast((m) => m.role === "user")).includes("POISON")) {
-            throw new APICallError({ message: "the provider refuses this input", url: "https://model.test", requestBodyValues: {}, statusCode: 400, isRetryable: false });
+            throw new APICallError({
+              message: "the provider refuses this input",
+              url: "https://model.test",
+              requestBodyValues: {},
+              statusCode: 400,
+              isRetryable: false,
+            });
           }
           return offline.doStream(options);
         },
@@ -110,12 +116,17 @@ describe("a poison message in the inbox", () => {
       instance.messages.map((m) => `${m.role}: ${m.parts.map((p) => (p.type === "text" ? p.text : "")).join("")}`),
     );
     expect(transcript.slice(0, 2)).toEqual(["user: Summarise this for me: POISON", `assistant: ${APOLOGY}`]);
-    const states = await runInDurableObject(agent, (instance: UserAgent) => [...instance.sql<{ state: string }>`select state from soma_inbox order by sort_key`].map((r) => r.state));
+    const states = await runInDurableObject(agent, (instance: UserAgent) =>
+      [...instance.sql<{ state: string }>`select state from soma_inbox order by sort_key`].map((r) => r.state),
+    );
     expect(states).toEqual(["dead", "done"]);
     expect(await footprint(person.id)).toMatchObject({ entities: 1 });
 
     // Deleting the account deletes the dead letters that hold their words.
-    const deleted = await call("/api/account", { method: "DELETE", headers: { cookie: await sessionCookie(person), origin: "https://soma.test" } });
+    const deleted = await call("/api/account", {
+      method: "DELETE",
+      headers: { cookie: await sessionCookie(person), origin: "https://soma.test" },
+    });
     expect(deleted.status).toBe(200);
     expect((await deadLetters()).some((l) => l.personId === person.id)).toBe(false);
   });
@@ -133,8 +144,13 @@ describe("GET /api/ops/dead-letters", () => {
     const withToken = { OPS_TOKEN: "ops-token-for-tests" };
     expect((await callWithEnv(withToken, "/api/ops/dead-letters")).status).toBe(401);
     expect((await callWithEnv(withToken, "/api/ops/dead-letters", { headers: { authorization: "Bearer wrong" } })).status).toBe(401);
-    expect((await callWithEnv(withToken, "/api/ops/dead-letters", { headers: { authorization: "Bearer ops-token-for-tests" } })).status).toBe(200);
-    const production = await callWithEnv({ ENVIRONMENT: "production", SESSION_SECRET: "s".repeat(32), MAIL_PUSH_TOKEN: "m" }, "/api/ops/dead-letters");
+    expect(
+      (await callWithEnv(withToken, "/api/ops/dead-letters", { headers: { authorization: "Bearer ops-token-for-tests" } })).status,
+    ).toBe(200);
+    const production = await callWithEnv(
+      { ENVIRONMENT: "production", SESSION_SECRET: "s".repeat(32), MAIL_PUSH_TOKEN: "m" },
+      "/api/ops/dead-letters",
+    );
     expect(production.status).toBe(401);
     expect(await production.json()).toMatchObject({ error: { code: "unauthorized", message: expect.stringMatching(/OPS_TOKEN/) } });
   });

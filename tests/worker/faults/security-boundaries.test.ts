@@ -48,16 +48,31 @@ async function victim(): Promise<Victim> {
   const person = await newPerson("victim");
   const ids = await testDatabase().withUser(person.id, async (tx) => {
     const one = async (query: ReturnType<typeof sql>) => ((await tx.execute(query)) as unknown as Array<{ id: string }>)[0]!.id;
-    const source = await one(sql`insert into sources (user_id, kind, external_id, payload) values (${person.id}, 'telegram', ${crypto.randomUUID()}, '{"text":"I read Victimbook by Victimauthor"}') returning id`);
-    const book = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'book', 'Victimbook Secret', 'victimbook secret', ${source}) returning id`);
-    const author = await one(sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'person', 'Victimauthor Hidden', 'victimauthor hidden', ${source}) returning id`);
+    const source = await one(
+      sql`insert into sources (user_id, kind, external_id, payload) values (${person.id}, 'telegram', ${crypto.randomUUID()}, '{"text":"I read Victimbook by Victimauthor"}') returning id`,
+    );
+    const book = await one(
+      sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'book', 'Victimbook Secret', 'victimbook secret', ${source}) returning id`,
+    );
+    const author = await one(
+      sql`insert into entities (user_id, type, name, normalized_name, source_id) values (${person.id}, 'person', 'Victimauthor Hidden', 'victimauthor hidden', ${source}) returning id`,
+    );
     await tx.execute(sql`insert into edges (user_id, from_id, to_id, type) values (${person.id}, ${book}, ${author}, 'written_by')`);
-    await tx.execute(sql`insert into events (user_id, kind, occurred_at, entity_ids, payload) values (${person.id}, 'reminder', now() + interval '1 day', array[${book}]::uuid[], '{"text":"victim reminder"}')`);
+    await tx.execute(
+      sql`insert into events (user_id, kind, occurred_at, entity_ids, payload) values (${person.id}, 'reminder', now() + interval '1 day', array[${book}]::uuid[], '{"text":"victim reminder"}')`,
+    );
     await tx.execute(sql`insert into facts (user_id, statement) values (${person.id}, 'Victim likes secret things')`);
-    await tx.execute(sql`insert into oauth_connections (user_id, provider, account_email) values (${person.id}, 'google', ${`${person.id}@victim.example`})`);
+    await tx.execute(
+      sql`insert into oauth_connections (user_id, provider, account_email) values (${person.id}, 'google', ${`${person.id}@victim.example`})`,
+    );
     return { book, author };
   });
-  return { person, cookie: await sessionCookie(person), ...ids, names: ["Victimbook Secret", "Victimauthor Hidden", "victim reminder", "Victim likes secret things"] };
+  return {
+    person,
+    cookie: await sessionCookie(person),
+    ...ids,
+    names: ["Victimbook Secret", "Victimauthor Hidden", "victim reminder", "Victim likes secret things"],
+  };
 }
 
 /** Runs one Telegram turn of `steps` (then "done") in `person`'s agent and returns each tool's output. */
@@ -70,9 +85,13 @@ async function scriptedTurn(person: Person, chatId: number, steps: Step[]) {
   await agent.enqueueTelegramMessage({ updateId: newUpdateId(), chatId, messageId: 1, text: "do as I say" });
   await agent.settle();
   return runInDurableObject(agent, (instance: UserAgent) =>
-    instance.messages.slice(before).flatMap((m) =>
-      m.parts.filter((p) => p.type.startsWith("tool-")).map((p) => ({ tool: p.type.slice(5), state: (p as { state?: string }).state, output: (p as { output?: unknown }).output })),
-    ),
+    instance.messages
+      .slice(before)
+      .flatMap((m) =>
+        m.parts
+          .filter((p) => p.type.startsWith("tool-"))
+          .map((p) => ({ tool: p.type.slice(5), state: (p as { state?: string }).state, output: (p as { output?: unknown }).output })),
+      ),
   );
 }
 
@@ -117,7 +136,8 @@ describe("a model told to reach another person's memories, through every tool", 
       { tool: "memory_relate", input: { fromId: alice.author, toId: bobBook, type: "wrote" } },
     ]);
     expect(outputs.map((o) => o.output)).toEqual([{ error: "unknown entity" }, { error: "unknown entity" }, { error: "unknown entity" }]);
-    const edges = await owner()`select user_id from public.edges where from_id in (${alice.book}, ${alice.author}, ${bobBook}) or to_id in (${alice.book}, ${alice.author}, ${bobBook})`;
+    const edges =
+      await owner()`select user_id from public.edges where from_id in (${alice.book}, ${alice.author}, ${bobBook}) or to_id in (${alice.book}, ${alice.author}, ${bobBook})`;
     expect(edges.map((e) => e.user_id)).toEqual([alice.person.id]); // only her own edge
   });
 
@@ -137,7 +157,9 @@ describe("a model told to reach another person's memories, through every tool", 
 
   it("schedule_create only ever writes a reminder of his own", async () => {
     const at = new Date(Date.now() + 3600_000).toISOString();
-    const [scheduled] = await scriptedTurn(bob, chatId, [{ tool: "schedule_create", input: { text: `remind ${alice.person.id} of ${alice.book}`, at } }]);
+    const [scheduled] = await scriptedTurn(bob, chatId, [
+      { tool: "schedule_create", input: { text: `remind ${alice.person.id} of ${alice.book}`, at } },
+    ]);
     const { eventId } = scheduled!.output as { eventId: string };
     const [row] = await owner()`select user_id from public.events where id = ${eventId}`;
     expect(row?.user_id).toBe(bob.id);
@@ -170,7 +192,16 @@ describe("the HTTP API between two people", () => {
       expect(response.status).toBe(404);
       expect((await expectErrorShape(response, id)).error.code).toBe("not_found");
     }
-    for (const query of ["", "?type=book", "?type=person", "?q=Victimbook", "?q=Victimauthor%20Hidden", `?q=${alice.book}`, "?q=secret&type=book", "?limit=200"]) {
+    for (const query of [
+      "",
+      "?type=book",
+      "?type=person",
+      "?q=Victimbook",
+      "?q=Victimauthor%20Hidden",
+      `?q=${alice.book}`,
+      "?q=secret&type=book",
+      "?limit=200",
+    ]) {
       const response = await fetchWorker(`/api/memories${query}`, { headers: { cookie } });
       expect(response.status, query).toBe(200);
       const body = await response.text();
@@ -205,14 +236,16 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
   it("POST /logout: refused, and the session lives on", async () => {
     const person = await newPerson("csrf-logout");
     const cookie = await sessionCookie(person);
-    for (const [label, headers] of CROSS_SITE) await expectRefused(await fetchWorker("/logout", { method: "POST", headers: { cookie, ...headers } }), label);
+    for (const [label, headers] of CROSS_SITE)
+      await expectRefused(await fetchWorker("/logout", { method: "POST", headers: { cookie, ...headers } }), label);
     expect(await whoIs(cookie.slice("soma_session=".length))).toBe(person.id);
   });
 
   it("POST /auth/link/:token: refused, the link is not spent and no session starts", async () => {
     const person = await newPerson("csrf-link");
     const token = await createLoginToken(testDatabase(), person.id, 600);
-    for (const [label, headers] of CROSS_SITE) await expectRefused(await fetchWorker(`/auth/link/${token}`, { method: "POST", headers }), label);
+    for (const [label, headers] of CROSS_SITE)
+      await expectRefused(await fetchWorker(`/auth/link/${token}`, { method: "POST", headers }), label);
     expect(await footprint(person.id)).toMatchObject({ sessions: 0, open_login_tokens: 1 });
     expect((await openLoginLink(token)).status).toBe(303); // still good
   });
@@ -227,14 +260,21 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
     const alice = await victim();
     const before = await allRowsOf(alice.person.id);
     for (const [label, headers] of CROSS_SITE) {
-      await expectRefused(await fetchWorker(`/api/memories/${alice.book}`, { method: "DELETE", headers: { cookie: alice.cookie, ...headers } }), label);
+      await expectRefused(
+        await fetchWorker(`/api/memories/${alice.book}`, { method: "DELETE", headers: { cookie: alice.cookie, ...headers } }),
+        label,
+      );
     }
     expect(await allRowsOf(alice.person.id)).toEqual(before);
   });
 
   it("DELETE /api/account: refused, every row and the conversation stay", async () => {
     const alice = await victim();
-    const chat = await fetchWorker("/api/chat", { method: "POST", headers: { cookie: alice.cookie, origin: ORIGIN, "content-type": "application/json" }, body: '{"message":"I read Keepsake"}' });
+    const chat = await fetchWorker("/api/chat", {
+      method: "POST",
+      headers: { cookie: alice.cookie, origin: ORIGIN, "content-type": "application/json" },
+      body: '{"message":"I read Keepsake"}',
+    });
     expect(chat.status).toBe(200);
     await chat.text();
     const before = await allRowsOf(alice.person.id);
@@ -253,7 +293,11 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
     const person = await newPerson("csrf-chat");
     const cookie = await sessionCookie(person);
     for (const [label, headers] of CROSS_SITE) {
-      const response = await fetchWorker("/api/chat", { method: "POST", headers: { cookie, "content-type": "application/json", ...headers }, body: '{"message":"I read Forged Book"}' });
+      const response = await fetchWorker("/api/chat", {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json", ...headers },
+        body: '{"message":"I read Forged Book"}',
+      });
       await expectRefused(response, label);
     }
     expect(await footprint(person.id)).toMatchObject({ entities: 0, sources: 0 });
@@ -276,7 +320,12 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
 
   it("requests with neither Origin nor Sec-Fetch-Site (API clients), or same-origin ones, pass", async () => {
     const person = await newPerson("csrf-allowed");
-    const allowed: Array<Record<string, string>> = [{}, { "sec-fetch-site": "same-origin" }, { "sec-fetch-site": "none" }, { origin: ORIGIN }];
+    const allowed: Array<Record<string, string>> = [
+      {},
+      { "sec-fetch-site": "same-origin" },
+      { "sec-fetch-site": "none" },
+      { origin: ORIGIN },
+    ];
     for (const headers of allowed) {
       const cookie = await sessionCookie(person);
       const response = await fetchWorker("/logout", { method: "POST", headers: { cookie, ...headers } });

@@ -31,14 +31,19 @@ describe("session fixation", () => {
     const token = await createLoginToken(testDatabase(), person.id, 600);
     signedIn.push(["the /login link", await openLoginLink(token, `soma_session=${planted}`), person.id]);
 
-    const dev = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${planted}` } });
+    const dev = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", {
+      method: "POST",
+      headers: { origin: ORIGIN, cookie: `soma_session=${planted}` },
+    });
     signedIn.push(["the development sign-in", dev, ((await dev.clone().json()) as { person: { id: string } }).person.id]);
 
     const start = await fetchWorker("/auth/google/start?intent=signin");
     const flow = (start.headers.get("set-cookie") ?? "").split(";")[0]!;
     const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
     const sub = crypto.randomUUID();
-    const google = await fetchWorker(`/auth/google/callback?code=good-${sub}&state=${state}`, { headers: { cookie: `${flow}; soma_session=${planted}` } });
+    const google = await fetchWorker(`/auth/google/callback?code=good-${sub}&state=${state}`, {
+      headers: { cookie: `${flow}; soma_session=${planted}` },
+    });
     const [googlePerson] = await owner()`select id from auth.users where google_sub = ${sub}`;
     signedIn.push(["Google", google, googlePerson!.id as string]);
 
@@ -128,13 +133,24 @@ describe("shared secrets", () => {
   it("the webhook answers a wrong secret of the same length and of another length identically", async () => {
     const secret = env.TELEGRAM_WEBHOOK_SECRET;
     const chatId = newChatId();
-    const wrong = { sameLength: `${secret.slice(0, -1)}${secret.endsWith("x") ? "y" : "x"}`, shorter: secret.slice(0, 3), longer: `${secret}-and-more`, empty: "" };
+    const wrong = {
+      sameLength: `${secret.slice(0, -1)}${secret.endsWith("x") ? "y" : "x"}`,
+      shorter: secret.slice(0, 3),
+      longer: `${secret}-and-more`,
+      empty: "",
+    };
     const shapes: unknown[] = [];
     for (const [label, value] of Object.entries(wrong)) {
       const response = await postUpdate(textUpdate(chatId, "hello"), { "x-telegram-bot-api-secret-token": value });
       expect(response.status, label).toBe(401);
       const body = await expectErrorShape(response.clone(), label);
-      shapes.push({ status: response.status, type: response.headers.get("content-type"), code: body.error.code, message: body.error.message, keys: Object.keys(body.error).sort() });
+      shapes.push({
+        status: response.status,
+        type: response.headers.get("content-type"),
+        code: body.error.code,
+        message: body.error.message,
+        keys: Object.keys(body.error).sort(),
+      });
     }
     expect(shapes.every((s) => JSON.stringify(s) === JSON.stringify(shapes[0]))).toBe(true);
     expect(await botReplies(chatId)).toEqual([]);
@@ -146,12 +162,18 @@ describe("shared secrets", () => {
     const body = JSON.stringify(envelope({ emailAddress: email, historyId: "9" }));
     const shapes: unknown[] = [];
     for (const value of [`${token.slice(0, -1)}${token.endsWith("x") ? "y" : "x"}`, token.slice(0, 3), `${token}-and-more`]) {
-      const response = await fetchWorker(`/api/webhooks/mail?token=${encodeURIComponent(value)}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${await pushToken()}` }, body });
+      const response = await fetchWorker(`/api/webhooks/mail?token=${encodeURIComponent(value)}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${await pushToken()}` },
+        body,
+      });
       const error = await expectErrorShape(response, value);
       shapes.push({ status: response.status, code: error.error.code, message: error.error.message });
     }
     expect(shapes).toEqual(Array.from({ length: 3 }, () => ({ status: 401, code: "unauthorized", message: "Wrong or missing token." })));
-    const events = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as Array<{ data: { userId: string } }>;
+    const events = (await (await fetch(`${env.STAND_IN_URL}/__inngest/events?name=mail/notification.received`)).json()) as Array<{
+      data: { userId: string };
+    }>;
     expect(events.filter((e) => e.data.userId === userId)).toEqual([]);
   });
 });
@@ -162,7 +184,11 @@ describe("no secret in the Worker's logs", () => {
   it("a sign-in link flow, mail pushes with the token, webhooks with the secret, failures included, log none of them", async () => {
     const lines: string[] = [];
     const capture = (...args: unknown[]) => {
-      lines.push(args.map((a) => (a instanceof Error ? `${a.name}: ${a.message}\n${a.stack}` : typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+      lines.push(
+        args
+          .map((a) => (a instanceof Error ? `${a.name}: ${a.message}\n${a.stack}` : typeof a === "string" ? a : JSON.stringify(a)))
+          .join(" "),
+      );
     };
     for (const method of ["log", "info", "warn", "error", "debug"] as const) vi.spyOn(console, method).mockImplementation(capture);
     const secrets: Record<string, string> = {};
@@ -185,13 +211,19 @@ describe("no secret in the Worker's logs", () => {
       expect(lines.some((l) => l.includes('"delivery"'))).toBe(true);
       // The same link again (refused), a wrong secret, a wrong mail token.
       expect((await openLoginLink(secrets.loginLinkToken)).status).toBe(400);
-      expect((await postUpdate(textUpdate(chatId, "x"), { "x-telegram-bot-api-secret-token": `${env.TELEGRAM_WEBHOOK_SECRET}!` })).status).toBe(401);
+      expect(
+        (await postUpdate(textUpdate(chatId, "x"), { "x-telegram-bot-api-secret-token": `${env.TELEGRAM_WEBHOOK_SECRET}!` })).status,
+      ).toBe(401);
       // Mail: a valid push, a rejected OIDC token, a push Inngest cannot take (logged as an error).
       const { email } = await connectMailbox("log-check");
       const bearer = await pushToken();
       secrets.oidcToken = bearer;
       const push = (init: { bearer: string; overrides?: Record<string, unknown> }) => {
-        const request = { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${init.bearer}` }, body: JSON.stringify(envelope({ emailAddress: email, historyId: "5" })) };
+        const request = {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${init.bearer}` },
+          body: JSON.stringify(envelope({ emailAddress: email, historyId: "5" })),
+        };
         const path = `/api/webhooks/mail?token=${encodeURIComponent(env.MAIL_PUSH_TOKEN)}`;
         return init.overrides ? callWithEnv(init.overrides, path, request) : fetchWorker(path, request);
       };

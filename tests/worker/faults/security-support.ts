@@ -7,7 +7,11 @@ import { fetchWorker } from "./support";
 export const ORIGIN = "https://soma.test";
 
 export function sessionOf(response: Response): string | undefined {
-  return response.headers.getSetCookie().find((c) => c.startsWith("soma_session="))?.split(";")[0]?.slice("soma_session=".length);
+  return response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("soma_session="))
+    ?.split(";")[0]
+    ?.slice("soma_session=".length);
 }
 
 export async function whoIs(token: string): Promise<string | null> {

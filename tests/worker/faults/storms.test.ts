@@ -13,7 +13,19 @@ import { WELCOME } from "../../../agents/commands/index";
 import { createPerson } from "../../../db/repositories/auth";
 import { botReplies, newChatId, testDatabase, waitForReplies } from "../helpers";
 import { scriptedModel } from "../scripted-model";
-import { connectMailbox, envelope, fetchWorker, Fuzz, inngestEvents, newUpdateId, postUpdate, pushToken, sleep, telegramPeople, textUpdate } from "./support";
+import {
+  connectMailbox,
+  envelope,
+  fetchWorker,
+  Fuzz,
+  inngestEvents,
+  newUpdateId,
+  postUpdate,
+  pushToken,
+  sleep,
+  telegramPeople,
+  textUpdate,
+} from "./support";
 
 const noted = (name: string) => `Noted: ${name} (book). I'll remember it.`;
 
@@ -50,7 +62,9 @@ interface InboxRow {
 
 async function inbox(personId: string): Promise<InboxRow[]> {
   const agent = await getAgentByName(env.UserAgent, personId);
-  return runInDurableObject(agent, (instance: UserAgent) => [...instance.sql<InboxRow>`select id, sort_key, kind, state from soma_inbox order by sort_key`]);
+  return runInDurableObject(agent, (instance: UserAgent) => [
+    ...instance.sql<InboxRow>`select id, sort_key, kind, state from soma_inbox order by sort_key`,
+  ]);
 }
 
 /** Waits until `chatId` has `count` replies, then a little longer: a duplicate would arrive now. */
@@ -105,7 +119,8 @@ describe("duplicate deliveries", () => {
     expect((await stub.enqueueTelegramMessage({ ...input, firstContact: false })).status).toBe("queued");
     await stub.settle();
     expect(await botReplies(chatId)).toEqual([noted("Late")]);
-    for (let copy = 0; copy < 2; copy++) expect((await stub.enqueueTelegramMessage({ ...input, firstContact: true })).status).toBe("duplicate");
+    for (let copy = 0; copy < 2; copy++)
+      expect((await stub.enqueueTelegramMessage({ ...input, firstContact: true })).status).toBe("duplicate");
     await stub.settle();
     expect(await settledReplies(chatId, 2)).toEqual([noted("Late"), WELCOME]);
   });
@@ -116,7 +131,11 @@ describe("duplicate deliveries", () => {
     const body = JSON.stringify(envelope({ emailAddress: email, historyId: "31337" }));
     const responses = await Promise.all(
       Array.from({ length: 5 }, () =>
-        fetchWorker(`/api/webhooks/mail?token=${encodeURIComponent(env.MAIL_PUSH_TOKEN)}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` }, body }),
+        fetchWorker(`/api/webhooks/mail?token=${encodeURIComponent(env.MAIL_PUSH_TOKEN)}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${bearer}` },
+          body,
+        }),
       ),
     );
     expect(responses.map((r) => r.status)).toEqual([204, 204, 204, 204, 204]);
@@ -171,7 +190,9 @@ describe("concurrent messages from one person", () => {
     const shuffled = new Fuzz(0x5707 + updates.length).shuffle(updates);
     const stub = await agent();
     const stored = await Promise.all(
-      shuffled.map((u) => stub.enqueueTelegramMessage({ updateId: u.update_id, chatId, messageId: u.message.message_id, text: u.message.text })),
+      shuffled.map((u) =>
+        stub.enqueueTelegramMessage({ updateId: u.update_id, chatId, messageId: u.message.message_id, text: u.message.text }),
+      ),
     );
     expect(stored.every((r) => r.status === "queued" || r.status === "rate_limited")).toBe(true);
     const replies = await settledReplies(chatId, 11);
@@ -188,7 +209,9 @@ describe("concurrent messages from one person", () => {
     expect(replies).toEqual(expected);
     // Sent 20: 10 answered, 1 answered by the notice, 9 dropped by design (over the limit).
     const answered = rows.filter((r) => r.kind !== "dropped").map((r) => (r.kind === "notice" ? "(notice)" : nameOf.get(r.id)!));
-    account("twenty in random order (10 answered, 1 notice, 9 dropped)", answered, replies, (name) => (name === "(notice)" ? RATE_NOTICE : noted(name)));
+    account("twenty in random order (10 answered, 1 notice, 9 dropped)", answered, replies, (name) =>
+      name === "(notice)" ? RATE_NOTICE : noted(name),
+    );
   });
 
   it("commands with NUL in them are answered in order, cleaned, and hold back nothing", async () => {
@@ -221,7 +244,12 @@ describe("resets and crashes while a turn is running", () => {
   async function turnRunning(personId: string) {
     const agent = await getAgentByName(env.UserAgent, personId);
     const deadline = Date.now() + 10_000;
-    while (!(await runInDurableObject(agent, (instance: UserAgent) => (instance.modelOverride as { started?: number } | undefined)?.started ?? 0))) {
+    while (
+      !(await runInDurableObject(
+        agent,
+        (instance: UserAgent) => (instance.modelOverride as { started?: number } | undefined)?.started ?? 0,
+      ))
+    ) {
       if (Date.now() > deadline) throw new Error("no turn started");
       await sleep(10);
     }
@@ -254,7 +282,11 @@ describe("resets and crashes while a turn is running", () => {
       if (text === "first question") await turnRunning(person.id);
     }
     const replies = await settledReplies(chatId, 3);
-    expect(replies).toEqual(["slow answer", "Fresh start: I cleared our conversation. Your memories are still here (/memories).", "slow answer"]);
+    expect(replies).toEqual([
+      "slow answer",
+      "Fresh start: I cleared our conversation. Your memories are still here (/memories).",
+      "slow answer",
+    ]);
     const transcript = await runInDurableObject(stub, (instance: UserAgent) => instance.messages.map((m) => m.role));
     expect(transcript).toEqual(["user", "assistant"]); // only the turn after the reset
     const fresh = "Fresh start: I cleared our conversation. Your memories are still here (/memories).";

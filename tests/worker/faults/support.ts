@@ -55,13 +55,18 @@ export class Fuzz {
     let out = "";
     for (let i = 0; i < length; i++) {
       const kind = this.int(0, 9);
-      if (kind === 0) out += String.fromCharCode(this.int(0xd800, 0xdfff)); // lone surrogate
+      if (kind === 0)
+        out += String.fromCharCode(this.int(0xd800, 0xdfff)); // lone surrogate
       else if (kind === 1) out += this.pick(["\u0000", "\u0001", "\u001f", "\u007f", "\t", "\n", "\r"]);
       else if (kind === 2) out += this.pick(["\u200f", "\u202e", "\u200b", "\u200d", "\ufeff", "\u2028", "\u2029"]);
-      else if (kind === 3) out += String.fromCodePoint(this.int(0x1f300, 0x1faff)); // emoji
-      else if (kind === 4) out += `e${"\u0301\u0308\u0327".repeat(this.int(1, 20))}`; // combining marks
-      else if (kind === 5) out += String.fromCharCode(this.int(0x0600, 0x06ff)); // Arabic
-      else if (kind === 6) out += String.fromCharCode(this.int(0xff01, 0xff5e)); // full width
+      else if (kind === 3)
+        out += String.fromCodePoint(this.int(0x1f300, 0x1faff)); // emoji
+      else if (kind === 4)
+        out += `e${"\u0301\u0308\u0327".repeat(this.int(1, 20))}`; // combining marks
+      else if (kind === 5)
+        out += String.fromCharCode(this.int(0x0600, 0x06ff)); // Arabic
+      else if (kind === 6)
+        out += String.fromCharCode(this.int(0xff01, 0xff5e)); // full width
       else out += String.fromCharCode(this.int(0x20, 0x7e));
     }
     return out;
@@ -89,7 +94,9 @@ export function percentEncode(text: string): string {
       out += encodeURIComponent(text.slice(i, i + 2));
       i++;
     } else if (unit >= 0xd800 && unit <= 0xdfff) {
-      out += [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)].map((b) => `%${b.toString(16).toUpperCase()}`).join("");
+      out += [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)]
+        .map((b) => `%${b.toString(16).toUpperCase()}`)
+        .join("");
     } else {
       out += encodeURIComponent(text[i]!);
     }
@@ -208,7 +215,10 @@ export async function footprint(userId: string): Promise<Record<string, number>>
 }
 
 /** People whose Telegram account id lies in [from, to]. */
-export async function telegramPeople(from: number, to: number): Promise<Array<{ id: string; telegram_user_id: string; display_name: string }>> {
+export async function telegramPeople(
+  from: number,
+  to: number,
+): Promise<Array<{ id: string; telegram_user_id: string; display_name: string }>> {
   return (await owner()`select id, telegram_user_id::text, display_name from auth.users
                         where telegram_user_id between ${from} and ${to} order by telegram_user_id`) as never;
 }
@@ -250,7 +260,6 @@ export async function allBotCalls(): Promise<Array<{ method: string; payload: { 
 // ---------------------------------------------------------------------------------------------------
 // Mail push
 
-
 export interface InngestEvent {
   id: string;
   name: string;
@@ -259,7 +268,9 @@ export interface InngestEvent {
 }
 
 export async function inngestEvents(name?: string): Promise<InngestEvent[]> {
-  return (await (await fetch(`${env.STAND_IN_URL}/__inngest/events${name ? `?name=${encodeURIComponent(name)}` : ""}`)).json()) as InngestEvent[];
+  return (await (
+    await fetch(`${env.STAND_IN_URL}/__inngest/events${name ? `?name=${encodeURIComponent(name)}` : ""}`)
+  ).json()) as InngestEvent[];
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -284,7 +295,11 @@ const withoutDatabase = { ...env, HYPERDRIVE: NO_DATABASE } as unknown as Env;
  */
 export async function fetchWorker(path: string, init: RequestInit = {}, options: { database?: boolean } = {}): Promise<Response> {
   const streamed = init.body instanceof ReadableStream;
-  const request = new Request(`https://soma.test${path}`, { redirect: "manual", ...init, ...(streamed ? { duplex: "half" } : {}) } as RequestInit);
+  const request = new Request(`https://soma.test${path}`, {
+    redirect: "manual",
+    ...init,
+    ...(streamed ? { duplex: "half" } : {}),
+  } as RequestInit);
   if (options.database !== false) return exports.default.fetch(request);
   const ctx = createExecutionContext();
   const response = await worker.fetch(request, withoutDatabase, ctx);

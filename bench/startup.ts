@@ -31,6 +31,11 @@ import {
 } from "./startup/profile";
 import { nodeLadder, percentile, workerdRequests, type DbCost, type LadderRow } from "./startup/requests";
 
+/** The version of an installed package, as its package.json says. */
+function installedVersion(name: string): string {
+  return (JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, "utf8")) as { version: string }).version;
+}
+
 const STARTUP_RUNS = Number(process.env.BENCH_STARTUP_RUNS ?? 10);
 const VARIANT_RUNS = Math.max(3, Math.ceil(STARTUP_RUNS / 2));
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
@@ -229,7 +234,7 @@ async function main() {
         node: process.version,
         loadAverage1m: { before: round(loadBefore), after: round(loadavg()[0]!) },
       },
-      runtime: "wrangler 4.86.0, miniflare 4.20260426.0 (local workerd)",
+      runtime: `wrangler ${installedVersion("wrangler")}, miniflare ${installedVersion("miniflare")} (local workerd)`,
     };
     const nodeRow = (app: "bare" | "full", path: string) => node.rows.find((r) => r.path === path && r.app.startsWith(app))!.timing;
     const wd = (app: "bare" | "full", path: string) => workerd.find((r) => r.path === path && r.app.startsWith(app))!;

@@ -18,9 +18,18 @@ interface DeadLetterView {
   textPreview: string;
 }
 
+/** Hosts plain http may reach: this machine. */
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
 export async function listDeadLetters(settings: Settings, options: { url?: string; limit?: number }): Promise<DeadLetterView[]> {
   const base = (options.url ?? settings.APP_BASE_URL ?? `http://127.0.0.1:${settings.PORT ?? 8787}`).replace(/\/+$/, "");
   if (!/^https?:\/\//.test(base)) throw new UsageError(`inbox:dead needs an http(s) base URL, not ${JSON.stringify(base)}`);
+  // The operator token is a bearer credential: it travels in clear only to this machine.
+  if (base.startsWith("http://") && !LOOPBACK.has(new URL(base).hostname)) {
+    throw new UsageError(
+      `inbox:dead sends OPS_TOKEN: it needs https:// for ${new URL(base).host} (plain http only to 127.0.0.1, localhost or [::1])`,
+    );
+  }
   const response = await fetch(`${base}/api/ops/dead-letters?limit=${options.limit ?? 100}`, {
     headers: settings.OPS_TOKEN ? { authorization: `Bearer ${settings.OPS_TOKEN}` } : {},
     signal: AbortSignal.timeout(15_000),

@@ -111,6 +111,16 @@ export type Config = z.infer<typeof ConfigSchema>;
 /** Every configuration name the Worker reads (npm start forwards exactly these from the environment). */
 export const CONFIG_KEYS: readonly string[] = ConfigFields.keyof().options;
 
+/** Names that say a value is a credential. */
+const CREDENTIAL_NAME = /(_SECRET|_TOKEN|_KEY|_DSN|_PASSWORD)$/;
+/** Named like a credential but public by design: Langfuse's public key goes out with every trace. */
+const PUBLIC_BY_DESIGN = new Set(["LANGFUSE_PUBLIC_KEY"]);
+
+/** Every configuration value that is a credential, derived from the names (scrubbed from whatever leaves: telemetry/scrub.ts). */
+export const SECRET_CONFIG_KEYS = CONFIG_KEYS.filter(
+  (key) => CREDENTIAL_NAME.test(key) && !PUBLIC_BY_DESIGN.has(key),
+) as readonly (keyof Config)[];
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration: ${problems.join("; ")}`);

@@ -3,23 +3,7 @@
 // token, a session cookie or a Google token, and every token-bearing path or query parameter (the
 // one-time sign-in link /auth/link/<token>, ?token= of the mail intake, OAuth's code and state, the
 // login nonce, the widget's hash) is replaced, wherever it sits.
-import type { Config } from "../config";
-
-const SECRET_KEYS = [
-  "SESSION_SECRET",
-  "TOKEN_ENCRYPTION_KEY",
-  "TELEGRAM_BOT_TOKEN",
-  "TELEGRAM_WEBHOOK_SECRET",
-  "MAIL_PUSH_TOKEN",
-  "GOOGLE_CLIENT_SECRET",
-  "INNGEST_EVENT_KEY",
-  "INNGEST_SIGNING_KEY",
-  "LANGFUSE_SECRET_KEY",
-  "SENTRY_DSN",
-  "POSTHOG_API_KEY",
-  "AXIOM_TOKEN",
-  "AI_API_KEY",
-] as const;
+import { type Config, SECRET_CONFIG_KEYS } from "../config";
 
 const PATTERNS = [
   /\b\d{6,12}:[A-Za-z0-9_-]{20,}\b/g, // Telegram bot tokens
@@ -45,7 +29,7 @@ export function redactTokenBearing(text: string): string {
 /** `value` (what a sink will store) with every secret replaced. */
 export function scrubSecrets<T>(value: T, config: Config): T {
   if (value === undefined) return value;
-  const secrets = SECRET_KEYS.map((k) => config[k]).filter((v): v is string => typeof v === "string" && v.length >= 6);
+  const secrets = SECRET_CONFIG_KEYS.map((k) => config[k]).filter((v): v is string => typeof v === "string" && v.length >= 6);
   let text = JSON.stringify(value);
   for (const secret of secrets) text = text.split(JSON.stringify(secret).slice(1, -1)).join(REDACTED);
   for (const pattern of PATTERNS) text = text.replace(pattern, REDACTED);

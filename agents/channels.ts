@@ -44,6 +44,10 @@ const ChatRequestBody = z.looseObject({
   messages: z.array(z.looseObject({ id: z.unknown(), role: z.unknown(), parts: z.unknown() })).default([]),
 });
 
+/** Message ids only the server gives: the inbox's `telegram:<update id>` and an import's `import:<id>`. A
+ * client's message under one would pass for a Telegram message (and meet the inbox's dedupe of that update). */
+const SERVER_ID = /^(?:telegram|import):/i;
+
 /** Judges one WebSocket frame. `known(id)` says whether a message id is already in the conversation. */
 export function screenFrame(raw: string | ArrayBuffer, known: (id: string) => boolean): FrameVerdict {
   if (typeof raw !== "string") return { kind: "ignore", reason: "binary frame" };
@@ -63,7 +67,8 @@ export function screenFrame(raw: string | ArrayBuffer, known: (id: string) => bo
   if (body.trigger === "regenerate-message") return { kind: "refuse", requestId, notice: NO_REGENERATE };
   const newest = [...body.messages].reverse().find((m) => m.role === "user");
   if (!newest) return { kind: "refuse", requestId, notice: EMPTY_MESSAGE };
-  const clientId = typeof newest.id === "string" && /^[\w:.-]{1,100}$/.test(newest.id) ? newest.id : undefined;
+  const clientId =
+    typeof newest.id === "string" && /^[\w:.-]{1,100}$/.test(newest.id) && !SERVER_ID.test(newest.id) ? newest.id : undefined;
   if (clientId && known(clientId)) return { kind: "done", requestId };
   const parts = Array.isArray(newest.parts) ? (newest.parts as Array<{ type?: unknown; text?: unknown }>) : [];
   const text = cleanText(parts.map((p) => (p?.type === "text" && typeof p.text === "string" ? p.text : "")).join("")).trim();

@@ -20,7 +20,11 @@ end $$;
 grant usage on schema public to soma_app, soma_system;
 grant usage on schema auth to soma_app, soma_auth, soma_system;
 
-grant select, update, delete on public.users to soma_app;
+-- soma_app reads the person's row and deletes it with the account; it never updates it (the auth
+-- mirror, running as the owner, keeps it in step with auth.users). The revoke takes back the UPDATE
+-- that earlier setups granted.
+grant select, delete on public.users to soma_app;
+revoke update on public.users from soma_app;
 grant select, insert, update, delete on
   public.oauth_connections, public.entities, public.edges, public.events, public.facts, public.sources
   to soma_app;

@@ -1,13 +1,13 @@
-// Issue 12, finding 2: every door to the agent (Telegram, the WebSocket chat, POST /api/chat) shares one
+// Issue 12, finding 2: every channel to the agent (Telegram, the WebSocket chat, POST /api/chat) shares one
 // per-person budget and one size limit, and the conversation is the agent's own: a socket client's
 // frame contributes only its newest user message. Finding 9 (last item): text with NUL or half of a
-// surrogate pair, from any door, never fails a turn.
+// surrogate pair, from any channel, never fails a turn.
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { NO_REGENERATE, RATE_NOTICE, TOO_LONG } from "../../agents/channels";
+import { chatRequest, NO_REGENERATE, RATE_NOTICE, screenFrame, TOO_LONG } from "../../agents/channels";
 import type { UserAgent } from "../../agents/user-agent";
 import { createPerson } from "../../db/repositories/auth";
 import { openSocket, said } from "./chat-socket";
@@ -35,7 +35,7 @@ async function entityNames(userId: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-describe("finding 2: the WebSocket door shares the per-person budget and the size limit", () => {
+describe("finding 2: the WebSocket channel shares the per-person budget and the size limit", () => {
   it("allows 20 messages a minute across Telegram, HTTP and the socket together; the next one on the socket gets a notice and reaches no model", async () => {
     const chatId = newChatId();
     const person = await createPerson(testDatabase(), { displayName: "Budget", telegramUserId: chatId, telegramChatId: chatId });
@@ -137,7 +137,7 @@ describe("9: text with NUL or half of a surrogate pair never fails a turn", () =
 });
 
 describe("an erased agent (account deleted)", () => {
-  it("keeps nothing and refuses every door, so no stray message brings it back", async () => {
+  it("keeps nothing and refuses every channel, so no stray message brings it back", async () => {
     const chatId = newChatId();
     const person = await createPerson(testDatabase(), { displayName: "Erased", telegramUserId: chatId, telegramChatId: chatId });
     const cookie = await sessionCookie(person);
@@ -168,7 +168,7 @@ describe("an erased agent (account deleted)", () => {
 });
 
 describe("the conversation keeps each message's time", () => {
-  it("a person's message carries when it was written and a reply when it was written, through every door", async () => {
+  it("a person's message carries when it was written and a reply when it was written, through every channel", async () => {
     const chatId = newChatId();
     const person = await createPerson(testDatabase(), { displayName: "Clock", telegramUserId: chatId, telegramChatId: chatId });
     const before = Date.now();
@@ -184,6 +184,18 @@ describe("the conversation keeps each message's time", () => {
       expect(at).toMatch(/^\d{4}-\d\d-\d\dT/);
       expect(Date.parse(at!)).toBeGreaterThanOrEqual(before - 1000);
       expect(Date.parse(at!)).toBeLessThanOrEqual(Date.now());
+    }
+  });
+});
+
+describe("issue 19, finding 7: a web client cannot name its message like one only the server gives", () => {
+  it("keeps a client's own id, but names a telegram: or import: one itself", () => {
+    const verdictFor = (id: string) => screenFrame(chatRequest("r1", [said("I read Dune", id)]), () => false);
+    expect(verdictFor("client-7f3a")).toMatchObject({ kind: "turn", messageId: "client-7f3a" });
+    for (const id of ["telegram:42", "TELEGRAM:42", "import:telegram:7"]) {
+      const verdict = verdictFor(id);
+      expect(verdict.kind).toBe("turn");
+      expect(verdict.kind === "turn" && verdict.messageId).toMatch(/^web:[0-9a-f-]{36}$/);
     }
   });
 });

@@ -253,6 +253,14 @@ describe("the database's own guarantees", () => {
     expect(owned).toHaveLength(0);
   });
 
+  it("soma_app may read and delete the person's users row but never update it (issue 19, finding 7)", async () => {
+    const [rights] = await owner`
+      select has_table_privilege('soma_app', 'public.users', 'SELECT') as read,
+             has_table_privilege('soma_app', 'public.users', 'DELETE') as remove,
+             has_table_privilege('soma_app', 'public.users', 'UPDATE') as change`;
+    expect(rights).toEqual({ read: true, remove: true, change: false });
+  });
+
   it("finding 7: the name and word indexes lead with user_id, so a scan never leaves the person's rows", async () => {
     const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'entities'`;
     const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));

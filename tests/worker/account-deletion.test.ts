@@ -1,5 +1,5 @@
 // Guards "deleting your account removes it, and nothing brings it back by itself": the rows go (with a
-// tombstone per sign-in identity for a day), no door — a redelivered Telegram update, Google sign-in —
+// tombstone per sign-in identity for a day), no way in — a redelivered Telegram update, Google sign-in —
 // recreates the person meanwhile, only a /start sent after the deletion begins afresh, and the Google
 // grant, Gmail watch, Langfuse traces and PostHog person are asked to go, with deadlines, after the rows.
 import { env } from "cloudflare:workers";

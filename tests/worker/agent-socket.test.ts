@@ -1,4 +1,4 @@
-// Guards the web door to the agent: GET /api/agent upgrades to the signed-in person's own agent (the
+// Guards the web channel to the agent: GET /api/agent upgrades to the signed-in person's own agent (the
 // AIChatAgent chat protocol), streams the turn, and refuses without a session.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-// Guards the HTTP contract every surface shares: the login page, the 307 to /login, one JSON error
+// Guards the HTTP contract every route shares: the login page, the 307 to /login, one JSON error
 // shape with a request id, 404/405/400/413/415 for bad requests (never a 500), security headers.
 import { describe, expect, it } from "vitest";
 import { call, newPerson, sessionCookie } from "./helpers";

@@ -1,4 +1,4 @@
-// Guards the Telegram door: the secret is checked first (no parsing, no outbound call without it),
+// Guards the Telegram channel: the secret is checked first (no parsing, no outbound call without it),
 // bad input gets a JSON 4xx, only messages are processed, the sender's agent answers each update
 // once, and the commands work. The Bot API is a local stand-in.
 import { env } from "cloudflare:workers";
@@ -144,7 +144,7 @@ describe("POST /api/messenger/webhook: conversations", () => {
   });
 });
 
-describe("one person, two doors", () => {
+describe("one person, two channels", () => {
   it("signing in on the web with the bot's /login link shows the Telegram conversation and memories", async () => {
     const chatId = newChatId();
     await post(textUpdate(chatId, "I just finished reading Anathem"));

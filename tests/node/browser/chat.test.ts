@@ -1,7 +1,7 @@
 // Guards the chat page as a person uses it, in Debian's Chromium against `npm start`: keyboard-only
-// sending (Enter sends, Shift+Enter breaks the line), the streamed reply labelled with door and time,
+// sending (Enter sends, Shift+Enter breaks the line), the streamed reply labelled with channel and time,
 // memory chips that open the memory, the notice for a refused message, a dropped connection shown and
-// recovered, and the Telegram conversation showing up on the web with its door.
+// recovered, and the Telegram conversation showing up on the web with its channel.
 import type { WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { fitsWidth, openPage, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
@@ -56,7 +56,7 @@ async function loginLink(chatId: number): Promise<string> {
 }
 
 describe("the chat page", () => {
-  it("sends with Enter, breaks lines with Shift+Enter, streams the reply with door, time and memory chips", async () => {
+  it("sends with Enter, breaks lines with Shift+Enter, streams the reply with channel, time and memory chips", async () => {
     const { page, problems } = await openPage(session.browser);
     await page.goto(`${session.app.url}/app`);
     expect(new URL(page.url()).pathname).toBe("/login");
@@ -145,7 +145,7 @@ describe("the chat page", () => {
     expect(problems).toEqual([]);
   });
 
-  it("shows the Telegram conversation on the web, each message labelled with its door", async () => {
+  it("shows the Telegram conversation on the web, each message labelled with its channel", async () => {
     const chatId = 710_000_000 + Math.floor(Math.random() * 9_000_000);
     await telegram(chatId, "I just finished reading Anathem");
     await telegram(chatId, "/login");

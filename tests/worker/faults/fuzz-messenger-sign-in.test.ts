@@ -1,4 +1,4 @@
-// Guards the doors a person comes in by against bad input, with the fuzzing of fuzz-runner.ts: the
+// Guards the ways a person comes in against bad input, with the fuzzing of fuzz-runner.ts: the
 // Telegram webhook (a first message creates its sender) and the sign-in routes (the one-time link, the
 // Telegram widget, the Google callback, logout, the development sign-in). Whatever arrives: never a
 // 5xx, every error is the JSON shape {error:{code,message,requestId}}, and a refused request writes

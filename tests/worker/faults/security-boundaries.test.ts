@@ -212,7 +212,7 @@ describe("the HTTP API between two people", () => {
     expect(await allRowsOf(alice.person.id)).toEqual(before);
   });
 
-  it("the transcript door shows only the signed-in person's own conversation", async () => {
+  it("the transcript endpoint shows only the signed-in person's own conversation", async () => {
     const chatId = newChatId();
     expect((await postUpdate(textUpdate(chatId, "I read Private Diary"))).status).toBe(200);
     await waitForReplies(chatId, 1);

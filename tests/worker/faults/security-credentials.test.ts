@@ -1,5 +1,5 @@
 // Guards sign-in and the secrets behind it: session fixation (a made-up cookie, or another person's
-// logged-out one, carried into every sign-in door), a spent sign-in link replayed however often and
+// logged-out one, carried into every sign-in route), a spent sign-in link replayed however often and
 // however fast, the constant-time secret comparison and its identical refusals, and that no secret or
 // token ever reaches the Worker's logs. Each attempt is checked against what is really stored or
 // logged afterwards. Between people and between sites: security-boundaries.test.ts.
@@ -23,7 +23,7 @@ import { connectMailbox, envelope, expectErrorShape, fetchWorker, footprint, own
 import { ORIGIN, sessionOf, whoIs } from "./security-support";
 
 describe("session fixation", () => {
-  it("a made-up cookie carried into every sign-in door is replaced by a new random token, and never authenticates", async () => {
+  it("a made-up cookie carried into every sign-in route is replaced by a new random token, and never authenticates", async () => {
     const planted = "attacker-chosen-session-value-0123456789abcdef";
     const signedIn: Array<[string, Response, string]> = [];
 
@@ -47,12 +47,12 @@ describe("session fixation", () => {
     const [googlePerson] = await owner()`select id from auth.users where google_sub = ${sub}`;
     signedIn.push(["Google", google, googlePerson!.id as string]);
 
-    for (const [door, response, personId] of signedIn) {
-      expect([200, 303], door).toContain(response.status);
+    for (const [route, response, personId] of signedIn) {
+      expect([200, 303], route).toContain(response.status);
       const fresh = sessionOf(response);
-      expect(fresh, door).toMatch(/^[\w-]{40,}$/);
-      expect(fresh, door).not.toBe(planted);
-      expect(await whoIs(fresh!), door).toBe(personId);
+      expect(fresh, route).toMatch(/^[\w-]{40,}$/);
+      expect(fresh, route).not.toBe(planted);
+      expect(await whoIs(fresh!), route).toBe(personId);
     }
     expect(await whoIs(planted)).toBeNull();
   });

@@ -216,7 +216,7 @@ describe("concurrent messages from one person", () => {
 
   it("commands with NUL in them are answered in order, cleaned, and hold back nothing", async () => {
     // Regression: a NUL in /memories failed its query, the item stayed at the head of the inbox and
-    // every later message of the person was never answered. Every door now drops NUL (agents/channels.ts);
+    // every later message of the person was never answered. Every channel now drops NUL (agents/channels.ts);
     // a message that still fails every time is set aside (poison.test.ts).
     const { chatId } = await knownPerson();
     for (const text of ["/memories bo\u0000ok", "I read After", "/forget a\u0000b"]) {

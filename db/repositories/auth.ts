@@ -41,15 +41,22 @@ export function createSession(db: Database, userId: string, ttlSeconds: number, 
   });
 }
 
-/** The person a session token belongs to, or null when the token is unknown or expired. */
-export async function findSessionPerson(db: Database, token: string): Promise<Person | null> {
+/** The person a session token belongs to, or null when the token is unknown or expired (or, with
+ * `createdBefore`, made at or after that instant). */
+export async function findSessionPerson(db: Database, token: string, options: { createdBefore?: Date } = {}): Promise<Person | null> {
   const tokenHash = await hashToken(token);
   return db.withAuth(async (tx) => {
     const [row] = await tx
       .select({ id: authUsers.id, displayName: authUsers.displayName })
       .from(authSessions)
       .innerJoin(authUsers, eq(authUsers.id, authSessions.userId))
-      .where(and(eq(authSessions.tokenHash, tokenHash), gt(authSessions.expiresAt, new Date())))
+      .where(
+        and(
+          eq(authSessions.tokenHash, tokenHash),
+          gt(authSessions.expiresAt, new Date()),
+          options.createdBefore ? lt(authSessions.createdAt, options.createdBefore) : undefined,
+        ),
+      )
       .limit(1);
     return row ?? null;
   });

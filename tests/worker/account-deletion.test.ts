@@ -142,14 +142,14 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     expect(first.status).toBe(303);
     const session = first.headers
       .getSetCookie()
-      .find((c) => c.startsWith("soma_session="))!
+      .find((c) => c.startsWith("__Host-soma_session="))!
       .split(";")[0]!;
     expect((await deleteAccount(session)).status).toBe(200);
 
     const again = await signIn();
     expect(again.status).toBe(403);
     expect(await again.json()).toMatchObject({ error: { code: "forbidden", message: expect.stringContaining("was deleted") } });
-    expect(again.headers.getSetCookie().filter((c) => c.startsWith("soma_session="))).toEqual([]);
+    expect(again.headers.getSetCookie().filter((c) => c.startsWith("__Host-soma_session="))).toEqual([]);
     expect(await people(sql`google_sub = ${sub}`)).toEqual([]);
   });
 

@@ -58,7 +58,7 @@ describe("Google sign-in", () => {
     const back = await call(`/auth/google/callback?code=good-${sub}&state=${state}`, { headers: { cookie: flow }, redirect: "manual" });
     expect(back.status).toBe(303);
     expect(back.headers.get("location")).toBe("/app");
-    const session = (back.headers.getSetCookie().find((c) => c.startsWith("soma_session=")) ?? "").split(";")[0]!;
+    const session = (back.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_session=")) ?? "").split(";")[0]!;
     expect(await chatAs(session, "I read Hyperion")).toBe("Noted: Hyperion (book). I'll remember it.");
 
     const requests = (await (await fetch(`${env.STAND_IN_URL}/__google`)).json()) as Array<Record<string, string>>;

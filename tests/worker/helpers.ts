@@ -22,7 +22,7 @@ export function newPerson(label = "person"): Promise<Person> {
 
 /** A Cookie header value carrying a fresh session of `person`. */
 export async function sessionCookie(person: Person): Promise<string> {
-  return `soma_session=${await createSession(testDatabase(), person.id, 3600)}`;
+  return `__Host-soma_session=${await createSession(testDatabase(), person.id, 3600)}`;
 }
 
 /** A request to the deployed Worker (through its real fetch handler). */

@@ -46,7 +46,7 @@ describe("POST /api/chat without a session", () => {
     ["a valid body", { method: "POST", headers: { "content-type": "application/json" }, body: '{"message":"hi"}' }],
     ["malformed JSON", { method: "POST", headers: { "content-type": "application/json" }, body: "{nope" }],
     ["a huge body", { method: "POST", headers: { "content-type": "application/json" }, body: "x".repeat(2_000_000) }],
-    ["a forged cookie", { method: "POST", headers: { cookie: "soma_session=forged" }, body: "{}" }],
+    ["a forged cookie", { method: "POST", headers: { cookie: "__Host-soma_session=forged" }, body: "{}" }],
   ];
   for (const [label, init] of variants) {
     it(`answers 307 to /login with ${label}`, async () => {

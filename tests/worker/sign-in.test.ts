@@ -4,7 +4,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, callWithEnv, chatAs, newPerson, openLoginLink, sessionCookie, signInPage, testDatabase } from "./helpers";
+import { eq } from "drizzle-orm";
 import { createLoginToken } from "../../db/repositories/auth";
+import { authSessions } from "../../db/schema";
 
 function asDevelopment(path: string, init: RequestInit = {}) {
   return callWithEnv({ ENVIRONMENT: "development" }, path, init);
@@ -18,7 +20,7 @@ function cookieOf(response: Response): string {
 function sessionOf(response: Response): string | undefined {
   return response.headers
     .getSetCookie()
-    .find((c) => c.startsWith("soma_session="))
+    .find((c) => c.startsWith("__Host-soma_session="))
     ?.split(";")[0];
 }
 
@@ -60,7 +62,7 @@ describe("POST /auth/dev", () => {
     const response = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
     expect(response.status).toBe(200);
     const setCookie = response.headers.get("set-cookie") ?? "";
-    expect(setCookie).toMatch(/^soma_session=[\w-]{40,};/);
+    expect(setCookie).toMatch(/^__Host-soma_session=[\w-]{40,};/);
     expect(setCookie).toMatch(/HttpOnly/);
     expect(setCookie).toMatch(/Secure/);
     expect(setCookie).toMatch(/SameSite=Lax/);
@@ -226,5 +228,53 @@ describe("finding 5: login CSRF through the Telegram widget and the one-time lin
     expect(sessionOf(response)).toBeUndefined();
     const me = (await (await call("/api/me", { headers: { cookie } })).json()) as { id: string };
     expect(me.id).toBe(victim.id);
+  });
+});
+
+describe("issue 19, finding 4: the session cookie is __Host-soma_session", () => {
+  /** A session token for a new person, its session made at `createdAt`. */
+  async function sessionMadeAt(createdAt: Date): Promise<{ token: string; personId: string }> {
+    const person = await newPerson("cookie");
+    const token = (await sessionCookie(person)).slice("__Host-soma_session=".length);
+    await testDatabase().withAuth((tx) => tx.update(authSessions).set({ createdAt }).where(eq(authSessions.userId, person.id)));
+    return { token, personId: person.id };
+  }
+  const whoAmI = async (cookie: string) => {
+    const response = await call("/api/me", { headers: { cookie } });
+    return {
+      status: response.status,
+      id: response.ok ? ((await response.json()) as { id: string }).id : null,
+      setCookies: response.headers.getSetCookie(),
+    };
+  };
+
+  it("is issued with the prefix, Secure, Path=/ and no Domain", async () => {
+    const response = await asDevelopment("/auth/dev", { method: "POST", headers: { origin: "https://soma.test" } });
+    const set = response.headers.getSetCookie().find((c) => c.startsWith("__Host-soma_session="));
+    expect(set).toMatch(/; Secure/i);
+    expect(set).toMatch(/; Path=\//i);
+    expect(set).not.toMatch(/Domain=/i);
+  });
+
+  it("moves a session issued before the prefix to the new name, once, and clears the old cookie", async () => {
+    const { token, personId } = await sessionMadeAt(new Date("2026-11-01T00:00:00Z"));
+    const first = await whoAmI(`soma_session=${token}`);
+    expect([first.status, first.id]).toEqual([200, personId]);
+    expect(first.setCookies.find((c) => c.startsWith("__Host-soma_session="))).toMatch(new RegExp(`^__Host-soma_session=${token};`));
+    expect(first.setCookies.find((c) => c.startsWith("soma_session="))).toMatch(/Max-Age=0/i);
+    const after = await whoAmI(`__Host-soma_session=${token}`);
+    expect([after.status, after.id]).toEqual([200, personId]);
+  });
+
+  it("never takes a session made since under the old name: it cannot be tossed in from a sibling subdomain", async () => {
+    const { token } = await sessionMadeAt(new Date());
+    expect((await whoAmI(`soma_session=${token}`)).status).toBe(401);
+  });
+
+  it("reads only the prefixed cookie when both arrive, whatever the old one holds", async () => {
+    const mine = await sessionMadeAt(new Date());
+    const planted = await sessionMadeAt(new Date("2026-11-01T00:00:00Z"));
+    const both = await whoAmI(`soma_session=${planted.token}; __Host-soma_session=${mine.token}`);
+    expect([both.status, both.id]).toEqual([200, mine.personId]);
   });
 });

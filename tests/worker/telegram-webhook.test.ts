@@ -156,7 +156,7 @@ describe("one person, two channels", () => {
     expect(signIn.status).toBe(303);
     const cookie = signIn.headers
       .getSetCookie()
-      .find((c) => c.startsWith("soma_session="))!
+      .find((c) => c.startsWith("__Host-soma_session="))!
       .split(";")[0]!;
 
     const transcript = await call("/api/agent/get-messages", { headers: { cookie } });

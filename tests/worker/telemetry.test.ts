@@ -221,7 +221,7 @@ describe("no secret ever leaves for a sink", () => {
       "sentrypublickey",
     ];
     for (const secret of secrets) expect(payload, secret).not.toContain(secret);
-    expect(payload).not.toMatch(/soma_session=/);
+    expect(payload).not.toMatch(/__Host-soma_session=/);
     expect(payload).not.toContain("locker code");
   });
 });

@@ -1,11 +1,22 @@
 // Browser sessions: an HttpOnly cookie holding a random token whose hash is in auth.sessions.
+// The cookie is `__Host-soma_session` (Secure, Path=/, no Domain), so a sibling subdomain cannot plant
+// one for this host (login CSRF by cookie tossing: a planted session with a longer Path would be sent
+// first, and the person would chat into the planter's account). Cookies issued before the prefix were
+// named `soma_session`: one of those is still honoured, once, when no prefixed cookie is present and its
+// session was created before LEGACY_COOKIE_CUTOFF; it is then moved to the prefixed name. A session
+// created since cannot be tossed in under the old name. After the last such session expires (30 days
+// after the cutoff) the move can go.
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createSession, deleteSession, findSessionPerson, type Person } from "../../db/repositories/auth";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
-const SESSION_COOKIE = "soma_session";
+const SESSION_COOKIE = "__Host-soma_session";
+const LEGACY_SESSION_COOKIE = "soma_session";
+/** Sessions created before this instant may still arrive in the legacy cookie (the change's deploy). */
+const LEGACY_COOKIE_CUTOFF = new Date("2026-11-25T22:00:00Z");
+const COOKIE_OPTIONS = { httpOnly: true, secure: true, sameSite: "Lax", path: "/" } as const;
 const SESSION_TTL_SECONDS = 30 * 24 * 3600;
 
 /**
@@ -28,25 +39,30 @@ export function requireSession(onMissing: "redirect" | "reject"): MiddlewareHand
 /** The person signed in on this request, or null. */
 export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> {
   const token = getCookie(c, SESSION_COOKIE);
-  return token ? findSessionPerson(c.var.db, token) : null;
+  if (token) return findSessionPerson(c.var.db, token);
+  const legacy = getCookie(c, LEGACY_SESSION_COOKIE);
+  if (!legacy) return null;
+  const person = await findSessionPerson(c.var.db, legacy, { createdBefore: LEGACY_COOKIE_CUTOFF });
+  if (person) {
+    setCookie(c, SESSION_COOKIE, legacy, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_SECONDS });
+    deleteCookie(c, LEGACY_SESSION_COOKIE, { path: "/", secure: true });
+  }
+  return person;
 }
 
 /** Starts a session for `userId` and sets its cookie on the response. */
 export async function startSession(c: Context<AppEnv>, userId: string, method: "link" | "telegram" | "google" | "dev"): Promise<void> {
   c.var.telemetry.capture({ event: "login", userId, properties: { method } });
   const token = await createSession(c.var.db, userId, SESSION_TTL_SECONDS, c.req.header("user-agent"));
-  setCookie(c, SESSION_COOKIE, token, {
-    httpOnly: true,
-    secure: true,
-    sameSite: "Lax",
-    path: "/",
-    maxAge: SESSION_TTL_SECONDS,
-  });
+  setCookie(c, SESSION_COOKIE, token, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_SECONDS });
 }
 
 /** Ends the current session, if any, and clears its cookie. */
 export async function endSession(c: Context<AppEnv>): Promise<void> {
-  const token = getCookie(c, SESSION_COOKIE);
-  if (token) await deleteSession(c.var.db, token);
+  for (const name of [SESSION_COOKIE, LEGACY_SESSION_COOKIE]) {
+    const token = getCookie(c, name);
+    if (token) await deleteSession(c.var.db, token);
+  }
   deleteCookie(c, SESSION_COOKIE, { path: "/", secure: true });
+  deleteCookie(c, LEGACY_SESSION_COOKIE, { path: "/", secure: true });
 }

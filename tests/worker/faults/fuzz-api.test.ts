@@ -272,14 +272,14 @@ describe("the web API, signed in", () => {
       });
     }
     const cookies = [
-      "soma_session=",
-      "soma_session=forged",
-      `soma_session=${"a".repeat(10_000)}`,
-      "soma_session=%E0%A4%A",
-      "soma_session=%00",
-      `soma_session="${cookie.split("=")[1]}x"`,
-      `soma_session=${cookie.split("=")[1]!.slice(0, -1)}`,
-      ...Array.from({ length: 6 }, () => `soma_session=${percentEncode(fuzz.unicode(30))}`),
+      "__Host-soma_session=",
+      "__Host-soma_session=forged",
+      `__Host-soma_session=${"a".repeat(10_000)}`,
+      "__Host-soma_session=%E0%A4%A",
+      "__Host-soma_session=%00",
+      `__Host-soma_session="${cookie.split("=")[1]}x"`,
+      `__Host-soma_session=${cookie.split("=")[1]!.slice(0, -1)}`,
+      ...Array.from({ length: 6 }, () => `__Host-soma_session=${percentEncode(fuzz.unicode(30))}`),
       ...Array.from({ length: 3 }, () => fuzz.ascii(fuzz.int(1, 200))),
     ];
     for (const forged of cookies)

@@ -248,7 +248,7 @@ describe("sign-in routes", () => {
         each: async (c, response) => {
           expect([400, 401], c.label).toContain(response.status);
           expect(
-            response.headers.getSetCookie().filter((cookie) => cookie.startsWith("soma_session=")),
+            response.headers.getSetCookie().filter((cookie) => cookie.startsWith("__Host-soma_session=")),
             c.label,
           ).toEqual([]);
         },
@@ -265,7 +265,7 @@ describe("sign-in routes", () => {
     tally.set("GET /auth/telegram", (tally.get("GET /auth/telegram") ?? 0) + 1);
     record("GET /auth/telegram", response.status);
     expect(response.status).toBe(303);
-    expect(response.headers.getSetCookie().some((cookie) => cookie.startsWith("soma_session="))).toBe(true);
+    expect(response.headers.getSetCookie().some((cookie) => cookie.startsWith("__Host-soma_session="))).toBe(true);
     const [created] = await telegramPeople(id, id);
     expect(created?.display_name).toBe("Null \ufffd");
   });
@@ -329,7 +329,7 @@ describe("sign-in routes", () => {
       each: async (c, response) => {
         expect([302, 400, 401], c.label).toContain(response.status);
         if (response.status === 302) expect(response.headers.get("location"), c.label).toBe("/login");
-        expect(response.headers.get("set-cookie") ?? "", c.label).not.toMatch(/soma_session=/);
+        expect(response.headers.get("set-cookie") ?? "", c.label).not.toMatch(/__Host-soma_session=/);
       },
     });
   });
@@ -343,7 +343,10 @@ describe("sign-in routes", () => {
       cases.push({
         label: `random cookie #${i}`,
         path: "/logout",
-        init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${percentEncode(fuzz.unicode(fuzz.int(1, 60)))}` } },
+        init: {
+          method: "POST",
+          headers: { origin: ORIGIN, cookie: `__Host-soma_session=${percentEncode(fuzz.unicode(fuzz.int(1, 60)))}` },
+        },
       });
     for (let i = 0; i < 4; i++)
       cases.push({
@@ -367,7 +370,7 @@ describe("sign-in routes", () => {
     cases.push({
       label: "a huge cookie",
       path: "/logout",
-      init: { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${"z".repeat(50_000)}` } },
+      init: { method: "POST", headers: { origin: ORIGIN, cookie: `__Host-soma_session=${"z".repeat(50_000)}` } },
     });
     await run("POST /logout", cases, { each: async (c, response) => expect([303, 403], c.label).toContain(response.status) });
     expect((await fetchWorker("/api/me", { headers: { cookie: victimCookie } })).status).toBe(200);

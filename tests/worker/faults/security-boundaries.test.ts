@@ -238,7 +238,7 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
     const cookie = await sessionCookie(person);
     for (const [label, headers] of CROSS_SITE)
       await expectRefused(await fetchWorker("/logout", { method: "POST", headers: { cookie, ...headers } }), label);
-    expect(await whoIs(cookie.slice("soma_session=".length))).toBe(person.id);
+    expect(await whoIs(cookie.slice("__Host-soma_session=".length))).toBe(person.id);
   });
 
   it("POST /auth/link/:token: refused, the link is not spent and no session starts", async () => {
@@ -330,7 +330,7 @@ describe("cross-site requests to every state-changing route (worker/auth/origin.
       const cookie = await sessionCookie(person);
       const response = await fetchWorker("/logout", { method: "POST", headers: { cookie, ...headers } });
       expect(response.status, JSON.stringify(headers)).toBe(303);
-      expect(await whoIs(cookie.slice("soma_session=".length))).toBeNull();
+      expect(await whoIs(cookie.slice("__Host-soma_session=".length))).toBeNull();
     }
   });
 });

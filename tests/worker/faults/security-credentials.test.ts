@@ -29,11 +29,11 @@ describe("session fixation", () => {
 
     const person = await newPerson("fixation-link");
     const token = await createLoginToken(testDatabase(), person.id, 600);
-    signedIn.push(["the /login link", await openLoginLink(token, `soma_session=${planted}`), person.id]);
+    signedIn.push(["the /login link", await openLoginLink(token, `__Host-soma_session=${planted}`), person.id]);
 
     const dev = await callWithEnv({ ENVIRONMENT: "development" }, "/auth/dev", {
       method: "POST",
-      headers: { origin: ORIGIN, cookie: `soma_session=${planted}` },
+      headers: { origin: ORIGIN, cookie: `__Host-soma_session=${planted}` },
     });
     signedIn.push(["the development sign-in", dev, ((await dev.clone().json()) as { person: { id: string } }).person.id]);
 
@@ -42,7 +42,7 @@ describe("session fixation", () => {
     const state = new URL(start.headers.get("location")!).searchParams.get("state")!;
     const sub = crypto.randomUUID();
     const google = await fetchWorker(`/auth/google/callback?code=good-${sub}&state=${state}`, {
-      headers: { cookie: `${flow}; soma_session=${planted}` },
+      headers: { cookie: `${flow}; __Host-soma_session=${planted}` },
     });
     const [googlePerson] = await owner()`select id from auth.users where google_sub = ${sub}`;
     signedIn.push(["Google", google, googlePerson!.id as string]);
@@ -59,13 +59,15 @@ describe("session fixation", () => {
 
   it("another person's old session cookie carried into a sign-in is not revived and does not become the new session", async () => {
     const carol = await newPerson("fixation-old");
-    const old = (await sessionCookie(carol)).slice("soma_session=".length);
-    expect((await fetchWorker("/logout", { method: "POST", headers: { origin: ORIGIN, cookie: `soma_session=${old}` } })).status).toBe(303);
+    const old = (await sessionCookie(carol)).slice("__Host-soma_session=".length);
+    expect(
+      (await fetchWorker("/logout", { method: "POST", headers: { origin: ORIGIN, cookie: `__Host-soma_session=${old}` } })).status,
+    ).toBe(303);
     expect(await whoIs(old)).toBeNull();
 
     const dave = await newPerson("fixation-new");
     const token = await createLoginToken(testDatabase(), dave.id, 600);
-    const response = await openLoginLink(token, `soma_session=${old}`);
+    const response = await openLoginLink(token, `__Host-soma_session=${old}`);
     expect(response.status).toBe(303);
     const fresh = sessionOf(response)!;
     expect(fresh).not.toBe(old);
@@ -230,7 +232,7 @@ describe("no secret in the Worker's logs", () => {
       expect((await push({ bearer })).status).toBe(204);
       expect((await push({ bearer: `${bearer.slice(0, -4)}AAAA` })).status).toBe(401);
       expect((await push({ bearer, overrides: { INNGEST_BASE_URL: "http://127.0.0.1:9" } })).status).toBe(503);
-      await (await fetchWorker("/api/me", { headers: { cookie: `soma_session=${secrets.sessionToken}` } })).text();
+      await (await fetchWorker("/api/me", { headers: { cookie: `__Host-soma_session=${secrets.sessionToken}` } })).text();
     } finally {
       vi.restoreAllMocks();
     }

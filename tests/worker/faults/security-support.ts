@@ -9,13 +9,13 @@ export const ORIGIN = "https://soma.test";
 export function sessionOf(response: Response): string | undefined {
   return response.headers
     .getSetCookie()
-    .find((c) => c.startsWith("soma_session="))
+    .find((c) => c.startsWith("__Host-soma_session="))
     ?.split(";")[0]
-    ?.slice("soma_session=".length);
+    ?.slice("__Host-soma_session=".length);
 }
 
 export async function whoIs(token: string): Promise<string | null> {
-  const response = await fetchWorker("/api/me", { headers: { cookie: `soma_session=${token}` } });
+  const response = await fetchWorker("/api/me", { headers: { cookie: `__Host-soma_session=${token}` } });
   if (response.status === 401) return null;
   expect(response.status).toBe(200);
   return ((await response.json()) as { id: string }).id;

@@ -6,7 +6,8 @@ import { pg_trgm } from "@electric-sql/pglite/contrib/pg_trgm";
 import { uuid_ossp } from "@electric-sql/pglite/contrib/uuid_ossp";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
-import { createHash, createHmac, pbkdf2Sync, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import type { Server, Socket } from "node:net";
 
 export interface EmbeddedPostgres {
@@ -22,11 +23,28 @@ export interface EmbeddedPostgresOptions {
   port?: number;
 }
 
+/**
+ * The superuser's password: made at random the first time a data directory is used and kept beside it
+ * (`<dataDir>.password`, readable by its owner only), so a restart over the same data uses the same
+ * one; a database in memory gets a new one each time. Without it any local process could connect as
+ * the superuser (PGlite's `postgres` has no password of its own).
+ */
+function superuserPassword(dataDir: string | undefined): string {
+  if (!dataDir) return randomBytes(24).toString("base64url");
+  const file = `${dataDir}.password`;
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  const password = randomBytes(24).toString("base64url");
+  writeFileSync(file, `${password}\n`, { mode: 0o600 });
+  return password;
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {}): Promise<EmbeddedPostgres> {
+  const password = superuserPassword(options.dataDir);
   const db = await PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     extensions: { vector, pg_trgm, uuid_ossp, btree_gin },
   });
+  await db.exec(`alter role ${SUPERUSER} password ${quoteLiteral(password)}`);
   // PGlite is one session; the socket server multiplexes clients onto it, keeping each transaction on
   // the connection that opened it. The default of one connection breaks any pooled client, and every
   // running agent may hold one (closed after 10 s idle): 50 was exhausted by 60 agents in a benchmark.
@@ -39,7 +57,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   const port = Number(address.split(":").pop());
   let stopping: Promise<void> | undefined;
   return {
-    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
     port,
     // Every caller waits for the one close (the data directory is only safe once PGlite has closed).
     stop: () =>
@@ -124,7 +142,7 @@ const EXTENDED_QUERY = new Set(["P", "B", "D", "E", "C"].map((c) => c.charCodeAt
 const SYNC = "S".charCodeAt(0);
 const SIMPLE_QUERY = "Q".charCodeAt(0);
 
-/** The role PGlite's one session is authenticated as: trusted, like the owner of a local cluster. */
+/** The role PGlite's one session runs as, and the superuser clients sign in as with its password. */
 const SUPERUSER = "postgres";
 
 interface QueryQueue {
@@ -137,8 +155,9 @@ type RawStream = (message: Uint8Array, options: { onRawData: (data: Uint8Array) 
  * PGlite ignores the user and password of a StartupMessage: every client of the socket server would
  * act as the superuser, and the Worker's login role (db/sql/0100_roles.sql) would prove nothing
  * locally. Here each client is who it says it is:
- *   - the role must exist and be allowed to log in; a role with a password must send it (cleartext
- *     over loopback, checked against the stored SCRAM or MD5 verifier), one without is trusted;
+ *   - the startup must name a user, the role must exist and be allowed to log in, and it must send its
+ *     password (cleartext over loopback, checked against the stored SCRAM or MD5 verifier); a role
+ *     without a password cannot log in, and the superuser's is random (superuserPassword);
  *   - before a client's messages run, the shared session is switched to its role with SET SESSION
  *     AUTHORIZATION (never inside a transaction: the queue keeps a transaction on its own client).
  * Limit: the session was authenticated as the superuser, so a client that itself runs SET SESSION
@@ -198,17 +217,16 @@ function authenticateClients(server: PGLiteSocketServer, db: PGlite): void {
     const refuse = (code: string, text: string) => options.onRawData(errorResponse(code, text));
 
     if (!client && isStartupMessage(message)) {
-      const user = startupParameters(message).get("user") ?? SUPERUSER;
+      const user = startupParameters(message).get("user");
+      if (!user) return refuse("28000", "no user name given");
       await become(SUPERUSER);
       const [canLogin, verifier] = await run(
         `select rolcanlogin::text, coalesce(rolpassword, '') from pg_authid where rolname = ${quoteLiteral(user)}`,
       );
       if (canLogin === undefined) return refuse("28000", `role "${user}" does not exist`);
       if (canLogin !== "true") return refuse("28000", `role "${user}" is not permitted to log in`);
-      if (!verifier) {
-        clients.set(handlerId, { user });
-        return raw(message, options);
-      }
+      // Every role signs in with its password: a role without one cannot log in here.
+      if (!verifier) return refuse("28P01", `role "${user}" has no password, and every role must sign in with one`);
       clients.set(handlerId, { user, startup: message, verifier });
       return options.onRawData(new Uint8Array(Buffer.concat([Buffer.from("R"), int32(8), int32(3)]))); // AuthenticationCleartextPassword
     }

@@ -6,8 +6,9 @@ import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { APOLOGY } from "../../agents/inbox-policy";
+import { APOLOGY, NOTICE_AFTER_MS, OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import type { UserAgent } from "../../agents/user-agent";
+import { DeadlineError } from "../../platform/deadline";
 import { botCalls, botReplies, failBotApi, newChatId, newPerson, testDatabase } from "./helpers";
 import { scriptedModel } from "./scripted-model";
 
@@ -173,6 +174,41 @@ describe("model failures", () => {
     expect(await botReplies(chatId)).toEqual(["back again"]);
     const transcript = await runInDurableObject(agent, (instance: UserAgent) => instance.messages.map((m) => m.role));
     expect(transcript).toEqual(["user", "assistant"]); // the failed attempts left nothing behind
+  });
+
+  it("in an outage, tells the person at NOTICE_AFTER_MS even while a retry hangs, then answers", async () => {
+    const { agent, chatId, send } = await setUp();
+    const hang: { endedAt?: number } = {};
+    await runInDurableObject(agent, (instance: UserAgent) => {
+      instance.turnBudgetMs = NOTICE_AFTER_MS + 3000;
+      const model = scriptedModel([{ text: "back again" }]);
+      const stream = model.doStream.bind(model);
+      let call = 0;
+      // The first attempt fails at once (an outage begins), the second hangs past the notice's time
+      // until the turn's deadline aborts it, the third answers.
+      model.doStream = (options) => {
+        call++;
+        if (call === 1) return Promise.reject(new DeadlineError("postgres", 1));
+        if (call === 2)
+          return new Promise((_, reject) =>
+            options.abortSignal?.addEventListener("abort", () => {
+              hang.endedAt = Date.now();
+              reject(new Error("aborted"));
+            }),
+          );
+        return stream(options);
+      };
+      instance.modelOverride = model;
+    });
+    const sentAt = Date.now();
+    await send("hello?");
+    while (!(await botReplies(chatId)).includes(OUTAGE_NOTICE)) {
+      expect(Date.now() - sentAt).toBeLessThan(NOTICE_AFTER_MS + 2500);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(hang.endedAt).toBeUndefined(); // the notice came while the second attempt still hung
+    while ((await agent.settle()).pending > 0) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(await botReplies(chatId)).toEqual([OUTAGE_NOTICE, "back again"]);
   });
 
   it("apologises only past the retry window, and keeps the message in the conversation", async () => {

@@ -7,7 +7,7 @@ import { call, testDatabase, waitForReplies } from "./helpers";
 let nextUpdate = Math.floor(Math.random() * 1e9);
 
 /** Posts a private-chat text message from `chatId` (also the sender's Telegram id) to the webhook. */
-async function sendText(chatId: number, text: string, firstName = "Ada"): Promise<void> {
+export async function sendText(chatId: number, text: string, firstName = "Ada"): Promise<void> {
   const updateId = ++nextUpdate;
   const response = await call("/api/messenger/webhook", {
     method: "POST",

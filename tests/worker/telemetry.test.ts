@@ -3,9 +3,9 @@
 // id, route and release — and none of them ever receives a secret value, a session cookie, a token
 // (a sign-in link's included: finding 9f) or the text of a message.
 import { env } from "cloudflare:workers";
-import { sql } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { logJson } from "../../platform/log";
+import { personOfChat, sendText } from "./telegram-updates";
 import { createLoginToken } from "../../db/repositories/auth";
 import {
   call,
@@ -57,33 +57,12 @@ async function logLines(match: (line: Record<string, unknown>) => boolean): Prom
   );
 }
 
-function webhookUpdate(chatId: number, updateId: number, text: string) {
-  return call("/api/messenger/webhook", {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
-    body: JSON.stringify({
-      update_id: updateId,
-      message: {
-        message_id: updateId,
-        date: 0,
-        chat: { id: chatId, type: "private" },
-        from: { id: chatId, is_bot: false, first_name: "Tess" },
-        text,
-      },
-    }),
-  });
-}
-
 describe("PostHog (product events)", () => {
   it("sign-up and messages from Telegram, captures and recalls from the web, and logins — by person id, with safe properties only", async () => {
     const chatId = newChatId();
-    const update = Math.floor(Math.random() * 1e9);
-    await webhookUpdate(chatId, update, "I just finished reading Piranesi");
+    await sendText(chatId, "I just finished reading Piranesi", "Tess");
     await waitForReplies(chatId, 1);
-    const [row] = (await testDatabase().withAuth((tx) =>
-      tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
-    )) as unknown as Array<{ id: string }>;
-    const telegram = await productEvents(row!.id, 3);
+    const telegram = await productEvents(await personOfChat(chatId), 3);
     expect(telegram.map((e) => [e.event, e.properties.channel ?? e.properties.type]).sort()).toEqual([
       ["memory_captured", "book"],
       ["message_received", "telegram"],
@@ -191,7 +170,7 @@ describe("no secret ever leaves for a sink", () => {
   it("none of the configured secret values, session tokens or bot tokens appear in anything sent", async () => {
     // Traffic that touches every sink, including the secret-bearing routes.
     const chatId = newChatId();
-    await webhookUpdate(chatId, Math.floor(Math.random() * 1e9), "remember that my locker code is 4471");
+    await sendText(chatId, "remember that my locker code is 4471", "Tess");
     await waitForReplies(chatId, 1);
     await call(`/api/webhooks/mail?token=${env.MAIL_PUSH_TOKEN}`, {
       method: "POST",

@@ -4,8 +4,8 @@
 // a local stand-in.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { sql } from "drizzle-orm";
-import { call, chatAs, newChatId, newPerson, sessionCookie, testDatabase, waitForReplies } from "./helpers";
+import { chatAs, newChatId, newPerson, sessionCookie } from "./helpers";
+import { converse, personOfChat } from "./telegram-updates";
 
 interface LangfuseEvent {
   type: string;
@@ -50,31 +50,9 @@ function latest(traces: LangfuseEvent[]) {
 describe("Langfuse traces", () => {
   it("one trace per Telegram model turn, tagged bot and message, with the tool calls", async () => {
     const chatId = newChatId();
-    const post = (text: string, updateId: number) =>
-      call("/api/messenger/webhook", {
-        method: "POST",
-        headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": env.TELEGRAM_WEBHOOK_SECRET },
-        body: JSON.stringify({
-          update_id: updateId,
-          message: {
-            message_id: updateId,
-            date: 0,
-            chat: { id: chatId, type: "private" },
-            from: { id: chatId, is_bot: false, first_name: "Ada" },
-            text,
-          },
-        }),
-      });
-    const base = Math.floor(Math.random() * 1e8);
-    await post("/start", base);
-    await post("I just finished reading Dune", base + 1);
-    await post("which books did I read?", base + 2);
-    await waitForReplies(chatId, 3);
-
-    const [person] = (await testDatabase().withAuth((tx) =>
-      tx.execute(sql`select id from auth.users where telegram_user_id = ${chatId}`),
-    )) as unknown as Array<{ id: string }>;
-    const { traces, all } = await tracesOf(person!.id, 2);
+    await converse(chatId, ["/start", "I just finished reading Dune", "which books did I read?"]);
+    const person = { id: await personOfChat(chatId) };
+    const { traces, all } = await tracesOf(person.id, 2);
     const turns = latest(traces);
     expect(turns).toHaveLength(2);
     for (const turn of turns) expect(turn.tags).toEqual(["bot", "message"]);

@@ -20,6 +20,7 @@
 // the release answers once each held client is seen gone or has stayed for RELEASE_GRACE_MS).
 import { createServer, type Server, type ServerResponse } from "node:http";
 import { json, readBody } from "./http";
+import { parseTelegramHtml, TelegramParseError, type TelegramEntity } from "./telegram-html";
 import { workflowStandIns } from "./workflow-stand-ins";
 
 interface BotCall {
@@ -28,6 +29,8 @@ interface BotCall {
   at: number;
   /** performance.now() of this process at arrival (benchmarks running the stand-ins in-process). */
   hr: number;
+  /** A text message as the person sees it: the text after Telegram parsed its parse_mode, and the entities. */
+  view?: { text: string; entities: TelegramEntity[] };
 }
 
 interface InjectedFailure {
@@ -295,7 +298,17 @@ export async function startStandIns(): Promise<StandIns> {
         ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
       });
     }
-    calls.push({ method, payload, at: Date.now(), hr: performance.now() });
+    let view: BotCall["view"];
+    if (TEXT_METHODS.has(method)) {
+      try {
+        view = textView(method, payload);
+      } catch (error) {
+        if (!(error instanceof TelegramParseError)) throw error;
+        calls.push({ method: `${method}:refused`, payload, at: Date.now(), hr: performance.now() });
+        return json(res, 400, { ok: false, error_code: 400, description: error.message });
+      }
+    }
+    calls.push({ method, payload, at: Date.now(), hr: performance.now(), ...(view ? { view } : {}) });
     if (method === "sendMessage") {
       return json(res, 200, {
         ok: true,
@@ -303,7 +316,8 @@ export async function startStandIns(): Promise<StandIns> {
           message_id: ++messageId,
           date: Math.floor(Date.now() / 1000),
           chat: { id: payload.chat_id, type: "private" },
-          text: payload.text,
+          text: view?.text,
+          ...(view?.entities.length ? { entities: view.entities } : {}),
         },
       });
     }
@@ -361,6 +375,21 @@ export async function startStandIns(): Promise<StandIns> {
     url: `http://127.0.0.1:${port}`,
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Bot API methods whose `text` Telegram parses (and refuses) as the person will see it. */
+const TEXT_METHODS = new Set(["sendMessage", "sendMessageDraft", "editMessageText"]);
+
+/** The text a person sees: HTML parsed as Telegram does; plain text as it is, within the same limits. */
+function textView(method: string, payload: Record<string, unknown>): { text: string; entities: TelegramEntity[] } {
+  const text = typeof payload.text === "string" ? payload.text : "";
+  if (payload.parse_mode === "HTML") return parseTelegramHtml(text);
+  if (payload.parse_mode !== undefined)
+    throw new TelegramParseError(`Bad Request: unsupported parse_mode in this stand-in: ${String(payload.parse_mode)}`);
+  // A draft may be empty (Telegram shows "Thinking…"); a message may not.
+  if (text.trim() === "" && method !== "sendMessageDraft") throw new TelegramParseError("Bad Request: message text is empty");
+  if (text.length > 4096) throw new TelegramParseError("Bad Request: message is too long");
+  return { text, entities: [] };
 }
 
 /** A multipart Bot API call's fields: numbers as numbers (chat_id), each file as {filename, size, text}. */

@@ -266,7 +266,7 @@ function sameTag(a: Tag, b: Tag): boolean {
 }
 
 function openTag(tag: Tag): string {
-  if (tag.name === "a") return `<a href="${escapeHtml(tag.href)}">`;
+  if (tag.name === "a") return `<a href="${escapeHtml(tag.href, true)}">`;
   if (tag.name === "pre-code") return `<pre><code class="language-${tag.language}">`;
   return `<${tag.name}>`;
 }
@@ -275,7 +275,7 @@ function closeTag(tag: Tag): string {
   return tag.name === "pre-code" ? "</code></pre>" : `</${tag.name}>`;
 }
 
-/** Telegram's HTML needs `<`, `>` and `&` escaped (and `"` inside an attribute). */
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"]/g, (ch) => (ch === "&" ? "&amp;" : ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : "&quot;"));
+/** Telegram's HTML needs `<`, `>` and `&` escaped in text, and `"` too inside an attribute. */
+function escapeHtml(text: string, attribute = false): string {
+  return text.replace(attribute ? /[&<>"]/g : /[&<>]/g, (ch) => (ch === "&" ? "&amp;" : ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : "&quot;"));
 }

@@ -4,6 +4,11 @@
 //
 // Files (sendDocument) go up as multipart/form-data under the same deadlines and retries as text.
 //
+// The model's replies go as formatting (sendMarkdown: its Markdown as Telegram HTML, telegram-format.ts);
+// every other text (notices, commands' answers, a person's own reminder words) goes as it is (sendText).
+// A formatted message Telegram refuses to parse is sent again as plain text: formatting never loses a
+// reply. While a turn runs, draft() streams the reply as it is written (sendMessageDraft, private chats).
+//
 // Deadlines (grammY's own default is 500 s a call): each Bot API call gives up after `timeoutSeconds`
 // and then fails as a grammY HttpError (its `error` says "Request to 'sendMessage' timed out …"),
 // which is retried like any network failure; a whole sendText (every piece, retry and retry wait)
@@ -11,11 +16,17 @@
 // past that deadline is not waited out but thrown at once (GrammyError 429). HttpError, DeadlineError,
 // GrammyError 429 and 5xx are all transient. typing() is bounded by `typingDeadlineMs` and never throws.
 import { Api, GrammyError, HttpError, InputFile } from "grammy";
+import remend from "remend";
 import type { Config } from "../../platform/config";
 import { DeadlineError, withDeadline } from "../../platform/deadline";
+import { logJson } from "../../platform/log";
+import { type FormattedMessage, formatForTelegram, TELEGRAM_MESSAGE_LIMIT } from "./telegram-format";
 
-/** Telegram's limit for one message. */
-export const TELEGRAM_MESSAGE_LIMIT = 4096;
+/** One message to send: its plain text, and its HTML when it is formatted. */
+type Piece = Partial<FormattedMessage> & { plain: string };
+
+/** What a draft can be: still growing, or Telegram does not take drafts in this chat (show "typing…" instead). */
+export type DraftOutcome = "shown" | "unsupported";
 const MAX_ATTEMPTS = 4;
 const MAX_RETRY_AFTER_SECONDS = 30;
 
@@ -75,21 +86,63 @@ export class TelegramSender {
    * send deadline or not at all: DeadlineError("telegram") when it expires (pieces already sent stay sent).
    */
   async sendText(chatId: number, text: string): Promise<void> {
-    const pieces = splitMessage(text);
+    await this.#send(
+      chatId,
+      splitMessage(text).map((plain) => ({ plain })),
+    );
+  }
+
+  /** Sends the model's Markdown as Telegram formatting, split like sendText, under the same deadline. */
+  async sendMarkdown(chatId: number, markdown: string): Promise<void> {
+    await this.#send(chatId, formatForTelegram(markdown));
+  }
+
+  /**
+   * Shows `markdown`, the reply so far, as the chat's draft `draftId` (Bot API sendMessageDraft: a
+   * private chat's "being written" preview, replaced by the final message). Half-written Markdown is
+   * closed first (remend), so `**bo` shows bold rather than asterisks; past one message's length the
+   * draft shows the last message's worth. Best effort within the typing deadline: "unsupported" when
+   * Telegram refuses drafts in this chat (a 400 or 403), so the caller shows "typing…" instead; any other
+   * failure is only a missed frame.
+   */
+  async draft(chatId: number, draftId: number, markdown: string): Promise<DraftOutcome> {
+    const piece = formatForTelegram(remend(markdown)).at(-1)!;
+    try {
+      await withDeadline(
+        (signal) => this.#api.sendMessageDraft(chatId, draftId, piece.html, { parse_mode: "HTML" }, grammySignal(signal)),
+        this.#typingDeadlineMs,
+        "telegram",
+      );
+      return "shown";
+    } catch (error) {
+      return error instanceof GrammyError && (error.error_code === 400 || error.error_code === 403) ? "unsupported" : "shown";
+    }
+  }
+
+  async #send(chatId: number, pieces: Piece[]): Promise<void> {
     const deadlineAt = Date.now() + this.#sendDeadlineMs;
     await withDeadline(
       async (signal) => {
-        for (const piece of pieces) {
-          await this.#withRetries(
-            () => this.#api.sendMessage(chatId, piece, { link_preview_options: { is_disabled: true } }, grammySignal(signal)),
-            signal,
-            deadlineAt,
-          );
-        }
+        for (const piece of pieces) await this.#withRetries(() => this.#sendPiece(chatId, piece, signal), signal, deadlineAt);
       },
       this.#sendDeadlineMs,
       "telegram",
     );
+  }
+
+  /** One message: formatted, or plain when it has no formatting or Telegram cannot parse its formatting. */
+  async #sendPiece(chatId: number, piece: Piece, signal: AbortSignal): Promise<void> {
+    const options = { link_preview_options: { is_disabled: true } };
+    if (piece.html !== undefined) {
+      try {
+        await this.#api.sendMessage(chatId, piece.html, { ...options, parse_mode: "HTML" }, grammySignal(signal));
+        return;
+      } catch (error) {
+        if (!isFormattingRefused(error)) throw error;
+        logJson("warn", { telegram: "formatting refused; sent as plain text", chatId, description: error.description });
+      }
+    }
+    await this.#api.sendMessage(chatId, piece.plain, options, grammySignal(signal));
   }
 
   /**
@@ -133,6 +186,11 @@ export class TelegramSender {
       }
     }
   }
+}
+
+/** Telegram could not parse a formatted message (a converter bug, never the person's fault). */
+function isFormattingRefused(error: unknown): error is GrammyError {
+  return error instanceof GrammyError && error.error_code === 400 && /parse entities|message is too long/i.test(error.description);
 }
 
 /** Milliseconds to wait before retrying, or null when the failure is final. */

@@ -44,8 +44,9 @@ async function replies(chatId: number, count: number, timeoutMs = 20_000): Promi
   for (;;) {
     const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
       payload: { text: string };
+      view?: { text: string };
     }>;
-    if (calls.length >= count || Date.now() > deadline) return calls.map((c) => c.payload.text);
+    if (calls.length >= count || Date.now() > deadline) return calls.map((c) => c.view?.text ?? c.payload.text);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }

@@ -81,12 +81,12 @@ describe("npm run smoke against npm start", () => {
 
     // What the person saw in Telegram, timed at the Bot API: each reply within the spec's budget.
     const calls = (await (await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
-      payload: { text: string };
+      view: { text: string };
       at: number;
     }>;
     expect(calls).toHaveLength(3);
-    expect(calls[1]!.payload.text).toMatch(/^Done\. Tool said: .*"created":true/);
-    expect(calls[2]!.payload.text).toMatch(/^Done\. Tool said: .*"name":"Smoke Test /);
+    expect(calls[1]!.view.text).toMatch(/^Done\. Tool said: .*"created":true/);
+    expect(calls[2]!.view.text).toMatch(/^Done\. Tool said: .*"name":"Smoke Test /);
   });
 
   it("fails (exit 1) when a check fails: a pending update, a plain-http public address", async () => {

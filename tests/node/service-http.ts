@@ -32,11 +32,11 @@ export async function webhook(url: string, secret: string, chatId: number, updat
   return response.status;
 }
 
-/** Texts of the sendMessage calls the stand-in answered for `chatId`, in arrival order. */
+/** Texts of the sendMessage calls the stand-in answered for `chatId`, in arrival order, as the person sees them. */
 export async function sent(standIn: string, chatId: number): Promise<string[]> {
   const response = await fetch(`${standIn}/__calls?chat_id=${chatId}&method=sendMessage`);
-  const calls = (await response.json()) as Array<{ payload: { text: string }; at: number }>;
-  return calls.sort((a, b) => a.at - b.at).map((c) => c.payload.text);
+  const calls = (await response.json()) as Array<{ payload: { text: string }; view?: { text: string }; at: number }>;
+  return calls.sort((a, b) => a.at - b.at).map((c) => c.view?.text ?? c.payload.text);
 }
 
 /** A random Telegram chat id for one test (the stand-in is shared by the whole run). */

@@ -39,6 +39,8 @@ interface InjectedFailure {
   times: number;
   errorCode: number;
   retryAfter?: number;
+  /** The Bot API's description (default: Telegram's for the code). */
+  description?: string;
 }
 
 /** How long a released request's client may take to be seen gone before it counts as still waiting. */
@@ -294,7 +296,7 @@ export async function startStandIns(): Promise<StandIns> {
       return json(res, failure.errorCode, {
         ok: false,
         error_code: failure.errorCode,
-        description: failure.errorCode === 429 ? "Too Many Requests: retry later" : "Internal Server Error",
+        description: failure.description ?? (failure.errorCode === 429 ? "Too Many Requests: retry later" : "Internal Server Error"),
         ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
       });
     }

@@ -73,6 +73,8 @@ export interface BotCall {
   method: string;
   payload: { chat_id?: number; text?: string; [key: string]: unknown };
   at: number;
+  /** The text as the person sees it (formatting parsed) and its entities. */
+  view?: { text: string; entities: Array<{ type: string; offset: number; length: number; url?: string; language?: string }> };
 }
 
 /** Bot API calls the stand-in received for `chatId` (tests/setup/stand-ins.ts). */
@@ -81,13 +83,20 @@ export async function botCalls(chatId: number, method = "sendMessage"): Promise<
   return (await response.json()) as BotCall[];
 }
 
-/** Texts the bot sent to `chatId`, in order. */
+/** Texts the bot sent to `chatId`, in order, as the person sees them (formatting parsed). */
 export async function botReplies(chatId: number): Promise<string[]> {
-  return (await botCalls(chatId)).map((call) => String(call.payload.text));
+  return (await botCalls(chatId)).map((call) => call.view?.text ?? String(call.payload.text));
 }
 
 /** Makes the Bot API stand-in fail `method` for `chatId` the next `times` calls. */
-export async function failBotApi(failure: { method: string; chatId: number; times: number; errorCode: number; retryAfter?: number }) {
+export async function failBotApi(failure: {
+  method: string;
+  chatId: number;
+  times: number;
+  errorCode: number;
+  retryAfter?: number;
+  description?: string;
+}) {
   await fetch(`${env.STAND_IN_URL}/__fail`, { method: "POST", body: JSON.stringify(failure) });
 }
 

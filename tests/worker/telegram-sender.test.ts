@@ -4,8 +4,9 @@
 import { env } from "cloudflare:workers";
 import { GrammyError } from "grammy";
 import { describe, expect, it } from "vitest";
-import { splitMessage, TelegramSender, TELEGRAM_MESSAGE_LIMIT } from "../../agents/integrations/telegram-sender";
-import { botReplies, failBotApi, newChatId } from "./helpers";
+import { TELEGRAM_MESSAGE_LIMIT } from "../../agents/integrations/telegram-format";
+import { splitMessage, TelegramSender } from "../../agents/integrations/telegram-sender";
+import { botCalls, botReplies, failBotApi, newChatId } from "./helpers";
 
 describe("splitMessage", () => {
   it("keeps a short reply whole", () => {
@@ -62,5 +63,62 @@ describe("TelegramSender retries within the send deadline", () => {
     expect(error).toMatchObject({ error_code: 429, parameters: { retry_after: 20 } });
     expect(waits).toEqual([]);
     expect(await botReplies(chatId)).toEqual([]);
+  });
+});
+
+describe("the model's Markdown in Telegram", () => {
+  const sender = () => new TelegramSender(env.TELEGRAM_BOT_TOKEN, env.TELEGRAM_API_ROOT, { sleep: async () => {} });
+
+  it("arrives as formatting (HTML parse mode), every character the model wrote visible", async () => {
+    const chatId = newChatId();
+    await sender().sendMarkdown(chatId, "You finished **Dune** & *Hyperion*; x < y, 5 * 3, a_b. `npm test`");
+    const [call] = await botCalls(chatId);
+    expect(call!.payload.parse_mode).toBe("HTML");
+    expect(call!.view!.text).toBe("You finished Dune & Hyperion; x < y, 5 * 3, a_b. npm test");
+    expect(call!.view!.entities.map((e) => e.type)).toEqual(["bold", "italic", "code"]);
+  });
+
+  it("is sent again as plain text when Telegram cannot parse its formatting, so the reply is never lost", async () => {
+    const chatId = newChatId();
+    await failBotApi({
+      method: "sendMessage",
+      chatId,
+      times: 1,
+      errorCode: 400,
+      description: "Bad Request: can't parse entities: Unsupported start tag",
+    });
+    await sender().sendMarkdown(chatId, "Your **books**: Dune");
+    const calls = await botCalls(chatId);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.payload.parse_mode).toBeUndefined();
+    expect(calls[0]!.payload.text).toBe("Your books: Dune");
+  });
+
+  it("splits a long formatted reply into messages Telegram accepts, the formatting kept in each", async () => {
+    const chatId = newChatId();
+    const paragraph = `**Note** ${"word ".repeat(150).trim()}`;
+    await sender().sendMarkdown(chatId, Array.from({ length: 12 }, () => paragraph).join("\n\n"));
+    const calls = await botCalls(chatId);
+    expect(calls.length).toBeGreaterThan(1);
+    for (const call of calls) {
+      expect(call.view!.text.length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
+      expect(call.view!.entities[0]).toMatchObject({ type: "bold", offset: 0, length: 4 });
+    }
+  });
+
+  it("shows a draft of the reply as it is written, half-written Markdown closed", async () => {
+    const chatId = newChatId();
+    expect(await sender().draft(chatId, 7, "You read **Du")).toBe("shown");
+    const [call] = await botCalls(chatId, "sendMessageDraft");
+    expect(call!.payload).toMatchObject({ draft_id: 7, parse_mode: "HTML" });
+    expect(call!.view).toEqual({ text: "You read Du", entities: [{ type: "bold", offset: 9, length: 2 }] });
+  });
+
+  it("says drafts are unsupported when Telegram refuses them in this chat", async () => {
+    const chatId = newChatId();
+    await failBotApi({ method: "sendMessageDraft", chatId, times: 1, errorCode: 400, description: "Bad Request: TEXTDRAFT_PEER_INVALID" });
+    expect(await sender().draft(chatId, 1, "Hello")).toBe("unsupported");
+    await failBotApi({ method: "sendMessageDraft", chatId, times: 1, errorCode: 502 });
+    expect(await sender().draft(chatId, 1, "Hello")).toBe("shown");
   });
 });

@@ -34,6 +34,12 @@ const ConfigFields = z.object({
   AI_MODEL: optional,
   AI_BASE_URL: z.url().optional(),
   AI_API_KEY: optional,
+  /** Speech to text for voice notes: Workers AI's Whisper by default; "whisper-1" for an OpenAI-style server. */
+  AI_TRANSCRIPTION_MODEL: optional,
+  /** Whether the chat model sees images: "auto" knows Workers AI's vision models; set "on" for another vision model. */
+  AI_VISION: z.enum(["auto", "on", "off"]).default("auto"),
+  /** The longest voice note or audio transcribed (Telegram allows hours; a person's note is minutes). */
+  VOICE_MAX_SECONDS: z.coerce.number().int().positive().max(3600).default(600),
   EMBEDDING_PROVIDER: z.enum(["workers-ai", "openai-compatible", "local"]).default("workers-ai"),
   EMBEDDING_MODEL: optional,
   TELEGRAM_API_ROOT: z.url().default("https://api.telegram.org"),

@@ -4,7 +4,8 @@
 //   Bot API           POST /bot<token>/<method>   (records every call; failures can be injected; a multipart
 //                     upload such as sendDocument is recorded with each file as {filename, size, text})
 //   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model; a user
-//                                                  message with POISON in it is refused with 400)
+//                                                  message with POISON in it is refused with 400; one that
+//                                                  starts "Reply with:" is answered with the rest of it)
 //   embeddings        POST /v1/embeddings
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
@@ -444,8 +445,11 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
     reply = { content: `Done. Tool said: ${String(last.content).slice(0, 300)}` };
   } else {
     const text = String(lastUser?.content ?? "");
+    // A test's own reply text, streamed word by word like any answer (the web chat's Markdown).
+    const scripted = /^Reply with:\n([\s\S]+)$/.exec(text)?.[1];
     const read = /I (?:just )?(?:finished reading|read) (.+?)[.!]?$/i.exec(text);
-    if (read) reply = { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: read[1] }) } };
+    if (scripted) reply = { content: scripted };
+    else if (read) reply = { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: read[1] }) } };
     else if (/which books/i.test(text))
       reply = { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book" }) } };
     else reply = { content: "Hello from the stand-in model." };

@@ -42,6 +42,19 @@ function transientSqlState(code: string): boolean {
 const NETWORK_MESSAGE =
   /network connection lost|connection (refused|reset|closed)|socket hang up|stream was cancelled|fetch failed|proxy request failed|timed? ?out|econnrefused|econnreset/i;
 
+/** An outside HTTP service answered with an error status (a speech server, Telegram's file server):
+ * overloaded or down (429, 5xx) is an outage, anything else is final. */
+export class UpstreamHttpError extends Error {
+  constructor(
+    readonly what: string,
+    readonly statusCode: number,
+    detail = "",
+  ) {
+    super(`${what} answered ${statusCode}${detail ? `: ${detail}` : ""}`);
+    this.name = "UpstreamHttpError";
+  }
+}
+
 export function classifyFailure(error: unknown, depth = 0): FailureKind {
   if (depth > 4 || error === null || typeof error !== "object") return "permanent";
   const e = error as {
@@ -64,6 +77,7 @@ export function classifyFailure(error: unknown, depth = 0): FailureKind {
   // The AI SDK: APICallError knows whether it is worth retrying (network, 408, 409, 429, 5xx).
   if (e.name === "AI_APICallError") return e.isRetryable ? "transient" : "permanent";
   if (e.name === "AI_RetryError" && e.lastError) return classifyFailure(e.lastError, depth + 1);
+  if (error instanceof UpstreamHttpError) return error.statusCode === 429 || error.statusCode >= 500 ? "transient" : "permanent";
   if (typeof e.message === "string" && NETWORK_MESSAGE.test(e.message)) return "transient";
   // Wrapped errors: grammY's BotError (.error), standard .cause.
   for (const inner of [e.cause, e.error])

@@ -19,6 +19,7 @@ import { Api, GrammyError, HttpError, InputFile } from "grammy";
 import remend from "remend";
 import type { Config } from "../../platform/config";
 import { DeadlineError, withDeadline } from "../../platform/deadline";
+import { UpstreamHttpError } from "../../platform/faults";
 import { logJson } from "../../platform/log";
 import { type FormattedMessage, formatForTelegram, TELEGRAM_MESSAGE_LIMIT } from "./telegram-format";
 
@@ -68,14 +69,27 @@ export function telegramSenderFor(config: Config): TelegramSender | null {
   return new TelegramSender(config.TELEGRAM_BOT_TOKEN, config.TELEGRAM_API_ROOT, { timeoutSeconds: config.TELEGRAM_API_TIMEOUT_SECONDS });
 }
 
+/** Telegram's limit for a file a bot downloads (getFile). */
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+
+/** A file is larger than the caller takes: final, the person is told rather than the download retried. */
+export class FileTooLargeError extends Error {
+  constructor(readonly bytes: number | null) {
+    super(`the file is larger than Soma takes${bytes ? ` (${bytes} bytes)` : ""}`);
+    this.name = "FileTooLargeError";
+  }
+}
+
 export class TelegramSender {
   readonly #api: Api;
+  readonly #fileRoot: string;
   readonly #sleep: Sleep;
   readonly #sendDeadlineMs: number;
   readonly #typingDeadlineMs: number;
 
   constructor(token: string, apiRoot: string, settings: TelegramSenderOptions = {}) {
     this.#api = new Api(token, { apiRoot, timeoutSeconds: settings.timeoutSeconds ?? DEFAULT_TELEGRAM_TIMEOUT_SECONDS });
+    this.#fileRoot = `${apiRoot.replace(/\/$/, "")}/file/bot${token}`;
     this.#sleep = settings.sleep ?? abortableSleep;
     this.#sendDeadlineMs = settings.sendDeadlineMs ?? DEFAULT_SEND_DEADLINE_MS;
     this.#typingDeadlineMs = settings.typingDeadlineMs ?? DEFAULT_TYPING_DEADLINE_MS;
@@ -117,6 +131,34 @@ export class TelegramSender {
     } catch (error) {
       return error instanceof GrammyError && (error.error_code === 400 || error.error_code === 403) ? "unsupported" : "shown";
     }
+  }
+
+  /**
+   * Downloads a file a person sent (getFile, then the file itself), at most `maxBytes` (never more than
+   * Telegram's 20 MB): a larger one is FileTooLargeError, whether Telegram says so or the bytes do.
+   * Within the send deadline, honouring `signal`; a failure throws (the inbox retries an outage).
+   */
+  async downloadFile(fileId: string, maxBytes = TELEGRAM_DOWNLOAD_LIMIT, signal?: AbortSignal): Promise<Uint8Array> {
+    const limit = Math.min(maxBytes, TELEGRAM_DOWNLOAD_LIMIT);
+    const deadlineAt = Date.now() + this.#sendDeadlineMs;
+    return withDeadline(
+      async (deadline) => {
+        const both = signal ? AbortSignal.any([signal, deadline]) : deadline;
+        const file = await this.#withRetries(() => this.#api.getFile(fileId, grammySignal(both)), both, deadlineAt).catch(
+          (error: unknown) => {
+            if (error instanceof GrammyError && /file is too big/i.test(error.description)) throw new FileTooLargeError(null);
+            throw error;
+          },
+        );
+        if ((file.file_size ?? 0) > limit) throw new FileTooLargeError(file.file_size ?? null);
+        if (!file.file_path) throw new Error("Telegram gave no path for the file");
+        const response = await fetch(`${this.#fileRoot}/${file.file_path}`, { signal: both });
+        if (!response.ok || !response.body) throw new UpstreamHttpError("Telegram's file server", response.status);
+        return readAtMost(response.body, limit);
+      },
+      this.#sendDeadlineMs,
+      "telegram",
+    );
   }
 
   async #send(chatId: number, pieces: Piece[]): Promise<void> {
@@ -186,6 +228,24 @@ export class TelegramSender {
       }
     }
   }
+}
+
+/** The whole body, refused as FileTooLargeError as soon as it passes `limit` bytes. */
+async function readAtMost(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.byteLength;
+    if (size > limit) throw new FileTooLargeError(size);
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
 }
 
 /** Telegram could not parse a formatted message (a converter bug, never the person's fault). */

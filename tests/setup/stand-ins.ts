@@ -7,6 +7,10 @@
 //                                                  message with POISON in it is refused with 400; one that
 //                                                  starts "Reply with:" is answered with the rest of it)
 //   embeddings        POST /v1/embeddings
+//   speech to text    POST /v1/audio/transcriptions   (OpenAI's multipart shape; a scripted listener: a file whose
+//                                                      bytes read "SPEECH: <words>" says <words>, "OUTAGE" → 503)
+//   Bot API files     getFile and GET /file/bot<token>/<path> serve what POST /__files {fileId, base64, size?}
+//                     put there (a size over 20 MB is refused by getFile, as Telegram does)
 //   Langfuse          POST /api/public/ingestion       (batches kept; GET /__langfuse lists the events)
 //   Google OAuth      POST /google/token               (code "good-<sub>" → tokens with an ID token for <sub>)
 //                     POST /google/revoke              (recorded; a token containing "unknown" → 400 as Google does)
@@ -69,6 +73,9 @@ export async function startStandIns(): Promise<StandIns> {
   const workflows = await workflowStandIns();
   /** setWebhook registrations per bot token (getWebhookInfo reads them back; the secret is never returned). */
   const webhooks = new Map<string, { url: string; allowed_updates: unknown; secret_token: unknown }>();
+  /** Files a test put up for the bot to download (Telegram's servers hold a person's voice notes and photos). */
+  const files = new Map<string, { bytes: Buffer; size: number }>();
+  const transcriptions: Array<{ model: unknown; fileName: string; bytes: number }> = [];
   const pendingUpdates = new Map<string, number>();
   /** What the telemetry sinks received (PostHog /batch/, Axiom ingest, Sentry envelopes), raw. */
   const telemetry: Array<{
@@ -128,6 +135,30 @@ export async function startStandIns(): Promise<StandIns> {
           await Promise.all(waiting.map((release) => release()));
         }
         return json(res, 200, { ok: true });
+      }
+      if (url.pathname === "/__files") {
+        const file = JSON.parse(body) as { fileId: string; base64: string; size?: number };
+        const bytes = Buffer.from(file.base64, "base64");
+        files.set(file.fileId, { bytes, size: file.size ?? bytes.length });
+        return json(res, 200, { ok: true });
+      }
+      if (url.pathname === "/__transcriptions") return json(res, 200, transcriptions);
+      const download = /^\/file\/bot[^/]+\/files\/(.+)$/.exec(url.pathname);
+      if (download && req.method === "GET") {
+        if (!(await holdIfHung("file", download[1]!, res))) return;
+        const file = files.get(decodeURIComponent(download[1]!));
+        if (!file) return json(res, 404, { ok: false, error_code: 404, description: "Not Found" });
+        res.writeHead(200, { "content-type": "application/octet-stream", "content-length": file.bytes.length });
+        return res.end(file.bytes);
+      }
+      if (url.pathname === "/v1/audio/transcriptions") {
+        if (!(await holdIfHung("transcription", body, res))) return;
+        const form = formPayload(body, req.headers["content-type"] ?? "");
+        const audio = form.file as { filename: string; size: number; text: string } | undefined;
+        if (!audio) return json(res, 400, { error: { message: "file is required" } });
+        transcriptions.push({ model: form.model, fileName: audio.filename, bytes: audio.size });
+        if (audio.text.startsWith("OUTAGE")) return json(res, 503, { error: { message: "the speech server is overloaded" } });
+        return json(res, 200, { text: /^SPEECH:(.*)$/s.exec(audio.text)?.[1]?.trim() ?? "" });
       }
       if (url.pathname === "/__calls") {
         const chatId = url.searchParams.get("chat_id");
@@ -337,6 +368,21 @@ export async function startStandIns(): Promise<StandIns> {
         },
       });
     }
+    if (method === "getFile") {
+      const id = String(payload.file_id ?? "");
+      const file = files.get(id);
+      if (!file)
+        return json(res, 400, {
+          ok: false,
+          error_code: 400,
+          description: "Bad Request: wrong file_id or the file is temporarily unavailable",
+        });
+      if (file.size > 20 * 1024 * 1024) return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: file is too big" });
+      return json(res, 200, {
+        ok: true,
+        result: { file_id: id, file_unique_id: `u-${id}`, file_size: file.size, file_path: `files/${id}` },
+      });
+    }
     if (method === "setWebhook") {
       if (typeof payload.url !== "string" || (!payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1"))) {
         return json(res, 400, {
@@ -414,8 +460,13 @@ function formPayload(body: string, type: string): Record<string, unknown> {
   // grammY names a file's part at random and points at it from its field: document = "attach://<part>".
   for (const [name, value] of Object.entries(payload)) {
     const part = typeof value === "string" ? /^attach:\/\/(.+)$/.exec(value)?.[1] : undefined;
-    if (part && files.has(part)) payload[name] = files.get(part);
+    if (part && files.has(part)) {
+      payload[name] = files.get(part);
+      files.delete(part);
+    }
   }
+  // A file part nothing points at is a field of its own (an OpenAI-style upload: file=<the audio>).
+  for (const [name, file] of files) payload[name] ??= file;
   return payload;
 }
 

@@ -100,6 +100,13 @@ export async function failBotApi(failure: {
   await fetch(`${env.STAND_IN_URL}/__fail`, { method: "POST", body: JSON.stringify(failure) });
 }
 
+/** Puts a file on the stand-in's Telegram file server, as if a person had sent it (`size` may claim more than the bytes). */
+export async function putTelegramFile(fileId: string, content: string | Uint8Array, size?: number): Promise<void> {
+  const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+  const base64 = btoa(String.fromCharCode(...bytes));
+  await fetch(`${env.STAND_IN_URL}/__files`, { method: "POST", body: JSON.stringify({ fileId, base64, size }) });
+}
+
 let nextChat = Math.floor(Math.random() * 1e9);
 /** A Telegram chat id no other test uses. */
 export function newChatId(): number {

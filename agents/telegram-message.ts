@@ -1,0 +1,163 @@
+// What a Telegram message holds besides its text, read once at the webhook and stored with it in the
+// inbox: a voice note or audio to transcribe, a photo (or an image sent as a file) to look at, who a
+// forwarded message came from, or a kind Soma does not read (a sticker, a location, a poll…), which gets
+// one short, kind reply and no model turn. Only ids and small facts are kept here, never file bytes:
+// the agent downloads a file when it answers, and keeps what it learned rather than the file.
+import { z } from "zod";
+
+/** The largest image sent to the model (Telegram's own photos are at most 1280 px and ~300 KB). */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+
+export const Attachment = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("voice"),
+    fileId: z.string().min(1).max(256),
+    durationSeconds: z.number().int().nonnegative(),
+    mediaType: z.string().max(100),
+    fileName: z.string().max(200),
+    bytes: z.number().int().nonnegative().optional(),
+  }),
+  z.object({
+    kind: z.literal("image"),
+    fileId: z.string().min(1).max(256),
+    mediaType: z.string().max(100),
+    bytes: z.number().int().nonnegative().optional(),
+  }),
+]);
+export type Attachment = z.infer<typeof Attachment>;
+
+/** Kinds of message Soma answers with a word of its own, without a model turn. */
+export const OTHER_KINDS = ["sticker", "animation", "location", "contact", "poll", "dice", "video", "document", "other"] as const;
+export type OtherKind = (typeof OTHER_KINDS)[number];
+
+export const MessageExtras = z.object({
+  attachment: Attachment.optional(),
+  /** Who wrote a forwarded message ("Bob", "a hidden sender", a channel's title). */
+  forwardedFrom: z.string().max(200).optional(),
+  other: z.enum(OTHER_KINDS).optional(),
+});
+export type MessageExtras = z.infer<typeof MessageExtras>;
+
+/** The part of a Telegram message this reads (grammY's Message has it all; tests pass plain objects). */
+interface TelegramMessageLike {
+  text?: string;
+  caption?: string;
+  voice?: { file_id: string; duration: number; mime_type?: string; file_size?: number };
+  audio?: { file_id: string; duration: number; mime_type?: string; file_size?: number; file_name?: string };
+  video_note?: { file_id: string; duration: number; file_size?: number };
+  photo?: Array<{ file_id: string; width: number; height: number; file_size?: number }>;
+  document?: { file_id: string; mime_type?: string; file_size?: number; file_name?: string };
+  forward_origin?:
+    | { type: "user"; sender_user: { first_name: string; last_name?: string } }
+    | { type: "hidden_user"; sender_user_name: string }
+    | { type: "chat"; sender_chat: { title?: string } }
+    | { type: "channel"; chat: { title?: string } };
+  sticker?: unknown;
+  animation?: unknown;
+  location?: unknown;
+  venue?: unknown;
+  contact?: unknown;
+  poll?: unknown;
+  dice?: unknown;
+  video?: unknown;
+}
+
+/** The text (or caption) of `message`, and what else it holds. */
+export function readTelegramMessage(message: TelegramMessageLike): { text: string; extras: MessageExtras } {
+  const text = message.text ?? message.caption ?? "";
+  const extras: MessageExtras = {};
+  const forwardedFrom = forwardOrigin(message.forward_origin);
+  if (forwardedFrom) extras.forwardedFrom = forwardedFrom;
+  const attachment = attachmentOf(message);
+  if (attachment) extras.attachment = attachment;
+  else if (!text.trim()) extras.other = otherKind(message) ?? "other";
+  return { text, extras };
+}
+
+function attachmentOf(message: TelegramMessageLike): Attachment | null {
+  const { voice, audio, video_note: videoNote, photo, document } = message;
+  if (voice) return voiceOf(voice.file_id, voice.duration, voice.mime_type ?? "audio/ogg", "voice.ogg", voice.file_size);
+  if (audio) {
+    const mediaType = audio.mime_type ?? "audio/mpeg";
+    return voiceOf(audio.file_id, audio.duration, mediaType, audio.file_name ?? `audio.${extension(mediaType)}`, audio.file_size);
+  }
+  if (videoNote) return voiceOf(videoNote.file_id, videoNote.duration, "video/mp4", "video-note.mp4", videoNote.file_size);
+  if (photo?.length) {
+    // The largest size under the cap (Telegram lists them smallest first).
+    const fitting = photo.filter((p) => (p.file_size ?? 0) <= MAX_IMAGE_BYTES);
+    const best = (fitting.length ? fitting : photo.slice(0, 1)).reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+    return { kind: "image", fileId: best.file_id, mediaType: "image/jpeg", ...(best.file_size ? { bytes: best.file_size } : {}) };
+  }
+  if (document?.mime_type?.startsWith("image/") && /^image\/(jpeg|png|webp|gif)$/.test(document.mime_type)) {
+    return {
+      kind: "image",
+      fileId: document.file_id,
+      mediaType: document.mime_type,
+      ...(document.file_size ? { bytes: document.file_size } : {}),
+    };
+  }
+  return null;
+}
+
+function voiceOf(fileId: string, duration: number, mediaType: string, fileName: string, bytes?: number): Attachment {
+  return { kind: "voice", fileId, durationSeconds: Math.max(0, Math.round(duration)), mediaType, fileName, ...(bytes ? { bytes } : {}) };
+}
+
+function extension(mediaType: string): string {
+  return /\/(?:x-)?(\w+)/.exec(mediaType)?.[1]?.replace("mpeg", "mp3") ?? "bin";
+}
+
+function forwardOrigin(origin: TelegramMessageLike["forward_origin"]): string | null {
+  if (!origin) return null;
+  switch (origin.type) {
+    case "user":
+      return [origin.sender_user.first_name, origin.sender_user.last_name].filter(Boolean).join(" ") || "someone";
+    case "hidden_user":
+      return origin.sender_user_name || "someone";
+    case "chat":
+      return origin.sender_chat.title || "a group";
+    case "channel":
+      return origin.chat.title || "a channel";
+    default:
+      return "someone";
+  }
+}
+
+function otherKind(message: TelegramMessageLike): OtherKind | null {
+  if (message.sticker) return "sticker";
+  if (message.animation) return "animation";
+  if (message.location || message.venue) return "location";
+  if (message.contact) return "contact";
+  if (message.poll) return "poll";
+  if (message.dice) return "dice";
+  if (message.video) return "video";
+  if (message.document) return "document";
+  return null;
+}
+
+/** The one reply to a kind Soma does not read: short, kind, and saying what it does read. */
+export function otherKindReply(kind: OtherKind): string {
+  switch (kind) {
+    case "sticker":
+    case "animation":
+      return "😊 I can't see stickers or GIFs, but I can read text, listen to voice notes and look at photos.";
+    case "location":
+      return "Thanks! I don't keep locations. If you're somewhere new, send /timezone and the city, so reminders follow your clock.";
+    case "contact":
+      return "I can't save contacts from a card, but tell me about the person in a message and I'll remember it.";
+    case "poll":
+    case "dice":
+      return "I can't take part in polls or games, but I'm happy to talk — send me a message.";
+    case "video":
+      return "I can't watch videos yet. Send a photo, a voice note or a message instead.";
+    case "document":
+      return "I can't read files yet, only photos. Paste the part that matters as text and I'll remember it.";
+    case "other":
+      return "I can read text, listen to voice notes and look at photos — that one I can't read yet.";
+  }
+}
+
+/** How a forwarded message reaches the model and the memory: marked as someone else's words. */
+export function forwardedText(from: string, text: string): string {
+  return `Forwarded from ${from}:\n${text}`;
+}

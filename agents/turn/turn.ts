@@ -13,7 +13,7 @@ import {
   type UIMessageChunk,
 } from "ai";
 import type { Database } from "../../db/database";
-import type { SourceRef } from "../../db/repositories/memory";
+import { recordMessage, type SourceRef } from "../../db/repositories/memory";
 import { profileOf } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 import { classifyFailure } from "../../platform/faults";
@@ -30,7 +30,7 @@ import type { Tracer } from "../../platform/telemetry/tracer";
 import type { MemoryActivity } from "./tools/context";
 import { turnTools } from "./tools/index";
 import { textOf, type MessageSource } from "../transcript";
-import { emitEvents } from "../workflows/client";
+import { canSendEvents, emitEvents } from "../workflows/client";
 import { reminderCreated, turnCompleted } from "../workflows/events";
 
 /** Whole-turn budget: model steps and tools together. */
@@ -178,14 +178,29 @@ export function turnStream(turn: Turn) {
       turn.waitUntil(telemetry.flush());
       // Background work on what the person said (fact-extract); never holds up or fails the turn.
       const input = last ? textOf(last) : "";
-      if (input && !(failed && inboxTurn)) {
-        const event = turnCompleted.create(
-          { userId: userId, channel, source: { kind: source.kind, externalId: source.externalId }, text: input },
-          { id: `turn-${userId}-${source.externalId}` },
-        );
-        turn.waitUntil(emitEvents(config, event, { agent: userId }));
-      }
+      if (input && !(failed && inboxTurn)) turn.waitUntil(announceTurn(turn, channel, source, input));
       turn.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
     },
   });
+}
+
+/**
+ * Records the message where fact-extract reads it (its `sources` row, in Postgres) and then names it in
+ * conversation/turn.completed: the event carries ids, never the words, so Inngest's run history keeps
+ * none and deleting the account deletes them. Never throws; without a recorded message, no event.
+ */
+async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, text: string): Promise<void> {
+  const { config, userId } = turn;
+  if (!canSendEvents(config)) return;
+  const message = { kind: source.kind, externalId: source.externalId };
+  try {
+    await turn.db.withUser(userId, (tx) => recordMessage(tx, userId, message, text));
+  } catch (error) {
+    // The database's own words only: the query error would repeat the message as a parameter.
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    logJson("warn", { agent: userId, workflows: "message not recorded: no fact extraction for it", error: describeError(cause) });
+    return;
+  }
+  const event = turnCompleted.create({ userId, channel, source: message }, { id: `turn-${userId}-${source.externalId}` });
+  await emitEvents(config, event, { agent: userId });
 }

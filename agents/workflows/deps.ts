@@ -51,7 +51,7 @@ export function tracingMiddleware(tracer: Tracer): Middleware.Class {
         runId: ctx.runId,
         eventId: ctx.event.id,
         userId: typeof data.userId === "string" ? data.userId : undefined,
-        input: ctx.event.data,
+        input: withoutWords(ctx.event.data),
       });
       return this.#trace;
     }
@@ -76,6 +76,13 @@ export function tracingMiddleware(tracer: Tracer): Middleware.Class {
       }
     }
   };
+}
+
+/** An event's data as a trace keeps it: without the words an event queued before they moved to Postgres carries. */
+function withoutWords(data: unknown): unknown {
+  if (!data || typeof data !== "object" || !("text" in data)) return data;
+  const { text: _words, ...rest } = data as Record<string, unknown>;
+  return rest;
 }
 
 /** "fact-extract" from a function whose full id is "soma-fact-extract". */

@@ -9,9 +9,13 @@ import { CHANNELS, type Channel } from "../../platform/channel";
 const userId = z.uuid();
 
 /**
- * A chat turn finished (any channel): fact-extract reads what the person said. Its channel was once
- * called `surface`: an event sent before the rename (still queued, or retried) carries that instead,
- * and is accepted as well; channelOf reads either.
+ * A chat turn finished (any channel): fact-extract reads what the person said. The event names the
+ * message (its provenance key) and never carries its words: the turn records them in Postgres first
+ * (db/repositories/memory.ts, recordMessage) and the function reads them there under row-level
+ * security, so Inngest's run history keeps no words and a deleted person's are gone everywhere.
+ * Two older shapes are still accepted, for events queued (or retried) before each change: one with
+ * the words in `text` (read only when the message was never recorded), and one whose channel was
+ * called `surface` (channelOf reads either).
  */
 export const turnCompleted = eventType("conversation/turn.completed", {
   schema: z.intersection(
@@ -19,7 +23,8 @@ export const turnCompleted = eventType("conversation/turn.completed", {
       userId,
       /** The message's provenance key (sources.kind / sources.external_id). */
       source: z.object({ kind: z.string(), externalId: z.string() }),
-      text: z.string().max(20_000),
+      /** Only in events sent before the words moved to Postgres; never sent any more. */
+      text: z.string().max(20_000).optional(),
     }),
     z.union([z.object({ channel: z.enum(CHANNELS) }), z.object({ surface: z.enum(CHANNELS) })]),
   ),

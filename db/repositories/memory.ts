@@ -41,6 +41,29 @@ export async function recordSource(tx: Tx, userId: string, ref: SourceRef): Prom
 }
 
 /**
+ * Records a person's message (its `sources` row, its words in the payload's `text`) where the
+ * background functions read it (messageText): an event carries only its kind and external id, so the
+ * words stay in Postgres, under row-level security, and go with the account. A row a tool already
+ * recorded for the same message keeps its payload, and gets the text if it had none.
+ */
+export async function recordMessage(tx: Tx, userId: string, ref: { kind: string; externalId: string }, text: string): Promise<void> {
+  await tx.execute(sql`
+    insert into sources (user_id, kind, external_id, payload)
+    values (${userId}, ${ref.kind}, ${ref.externalId}, jsonb_build_object('text', ${text}::text))
+    on conflict (user_id, kind, external_id) do update
+      set payload = case when sources.payload ? 'text' then sources.payload else sources.payload || excluded.payload end`);
+}
+
+/** The words of a message recordMessage (or a tool) recorded; null when this person has no such message. */
+export async function messageText(tx: Tx, userId: string, ref: { kind: string; externalId: string }): Promise<string | null> {
+  const [row] = await sqlRows<{ text: string | null }>(
+    tx,
+    sql`select payload ->> 'text' as text from sources where user_id = ${userId} and kind = ${ref.kind} and external_id = ${ref.externalId}`,
+  );
+  return row?.text ?? null;
+}
+
+/**
  * Records a source only if it is new: its id for the first caller, null when (kind, external id) was
  * already recorded. The unique row is the claim that makes ingestion and deliveries happen once.
  */

@@ -2,13 +2,20 @@
 // (deduplicated at cosine ≥ 0.85, a changed claim superseding the old row, confidence as a moving
 // average), since when it holds where the person said so ("since 2019": the first instant of that year
 // on their clock). Runs one at a time per person, so two turns never race on the same facts.
+//
+// The words never pass through Inngest: the event names the message, the one step reads its text
+// from the person's `sources` row (under row-level security), asks the model, and records the facts,
+// and what Inngest keeps (the step's output, the result) is fact ids and outcomes. A person deleted
+// since the turn has no row left, and nothing happens. Extraction and recording are one step for that
+// reason; a retry asks the model again, and recordFact teaches nothing twice from one message.
 import { recordFact } from "../../../db/repositories/facts";
-import { recordSource } from "../../../db/repositories/memory";
-import { personZone } from "../../../db/repositories/people";
+import { messageText, recordSource } from "../../../db/repositories/memory";
+import { profileOf } from "../../../db/repositories/people";
+import { zoneOrUtc } from "../../../platform/local-time";
 import { extractFacts, sinceInstant } from "../../fact-extraction";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
-import { turnCompleted } from "../events";
+import { turnCompleted, type TurnCompleted } from "../events";
 
 export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
@@ -24,23 +31,33 @@ export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
       // "Since last year" counts back from the day the turn was sent (in UTC: the person's clock is
       // read when a date becomes an instant, below; a day's difference does not move a year or a month).
       const today = new Date(event.ts ?? deps.now().getTime()).toISOString().slice(0, 10);
-      const claims = await step.run("extract", () => extractFacts(deps.model, turn.text, today));
-      if (claims.length === 0) return { facts: [] };
-      return step.run("record", async () => {
-        const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
-        const facts = await deps.db.withUser(turn.userId, async (tx) => {
-          const zone = await personZone(tx);
-          const sourceId = await recordSource(tx, turn.userId, { ...turn.source, payload: { text: turn.text } });
-          const outcomes = [];
-          for (const [i, { since, ...claim }] of claims.entries()) {
-            const happenedAt = since ? sinceInstant(since, zone) : null;
-            const result = await recordFact(tx, turn.userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt });
-            outcomes.push({ statement: claim.statement, ...result });
-          }
-          return outcomes;
-        });
-        return { facts };
-      });
+      return step.run("extract", async () => ({ facts: await extractAndRecord(deps, turn, today) }));
     },
   );
+}
+
+/** The turn's facts recorded, as ids and outcomes; none when the person or their message is gone. */
+async function extractAndRecord(deps: WorkflowDeps, turn: TurnCompleted, today: string) {
+  const said = await deps.db.withUser(turn.userId, async (tx) => {
+    const person = await profileOf(tx);
+    if (!person) return null;
+    // An event queued before the words moved to Postgres carries them itself.
+    const text = (await messageText(tx, turn.userId, turn.source)) ?? turn.text ?? null;
+    return text === null ? null : { text, zone: zoneOrUtc(person.timezone) };
+  });
+  if (!said) return [];
+  // The model and the embedder are asked between transactions: none is held open while they answer.
+  const claims = await extractFacts(deps.model, said.text, today);
+  if (claims.length === 0) return [];
+  const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
+  return deps.db.withUser(turn.userId, async (tx) => {
+    // The message's row (recorded by the turn, or here for an event that carried the words).
+    const sourceId = await recordSource(tx, turn.userId, { ...turn.source, payload: { text: said.text } });
+    const outcomes = [];
+    for (const [i, { since, ...claim }] of claims.entries()) {
+      const happenedAt = since ? sinceInstant(since, said.zone) : null;
+      outcomes.push(await recordFact(tx, turn.userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt }));
+    }
+    return outcomes;
+  });
 }

@@ -1,16 +1,37 @@
 // fact-extract with @inngest/test: the real function, the offline model's extraction through the AI
-// SDK's structured output, facts written under RLS on the test Postgres.
+// SDK's structured output, facts written under RLS on the test Postgres. The event names the message
+// (its kind and external id), never its words: the function reads them from the person's `sources` row,
+// where the turn recorded them, and its step outputs and result carry ids and outcomes only.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { deletePerson } from "../../../db/repositories/auth";
 import { correctFact } from "../../../db/repositories/facts";
-import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
+import { recordMessage } from "../../../db/repositories/memory";
+import { keptWords, newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
-function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
+/** What a turn does after its reply: the message recorded in Postgres, then the event naming it. */
+async function turn(userId: string, text: string, messageId = crypto.randomUUID()) {
+  const source = { kind: "telegram", externalId: messageId };
+  await testDb().withUser(userId, (tx) => recordMessage(tx, userId, source, text));
+  return turnEvent(userId, source);
+}
+
+function turnEvent(userId: string, source: { kind: string; externalId: string }) {
   return {
     name: "conversation/turn.completed",
-    id: `turn-${userId}-${messageId}`,
-    data: { userId, channel: "telegram", source: { kind: "telegram", externalId: messageId }, text },
+    id: `turn-${userId}-${source.externalId}`,
+    data: { userId, channel: "telegram", source },
   } as const;
+}
+
+/** The current facts' ids, statements and outcomes of a run's result, read back from Postgres (the result has no words). */
+async function statementsOf(userId: string, result: unknown) {
+  const outcomes = (result as { facts: Array<{ factId: string; outcome: string }> }).facts;
+  const rows = (await testDb().withUser(userId, (tx) => tx.execute(sql`select id, statement from facts`))) as unknown as Array<{
+    id: string;
+    statement: string;
+  }>;
+  return outcomes.map(({ factId, outcome }) => ({ statement: rows.find((r) => r.id === factId)?.statement, outcome }));
 }
 
 async function factsOf(userId: string) {
@@ -33,17 +54,17 @@ describe("fact-extract", () => {
   it("records the durable claims of a turn, and nothing for a turn without any", async () => {
     const person = await newPerson();
     const { functions } = testWorkflows();
-    const { result } = await runOnce(
+    const run = await runOnce(
       functions.factExtract,
-      turn(person.id, "I live in Berlin. I work at Acme Robotics. I just finished reading Dune."),
+      await turn(person.id, "I live in Berlin. I work at Acme Robotics. I just finished reading Dune."),
     );
-    expect(result).toMatchObject({
-      facts: [
-        { statement: "Lives in Berlin", outcome: "created" },
-        { statement: "Works at Acme Robotics", outcome: "created" },
-      ],
-    });
-    const none = await runOnce(functions.factExtract, turn(person.id, "which books did I read?"));
+    expect(await statementsOf(person.id, run.result)).toEqual([
+      { statement: "Lives in Berlin", outcome: "created" },
+      { statement: "Works at Acme Robotics", outcome: "created" },
+    ]);
+    // What Inngest keeps of the run (the result, every step's output) holds ids and outcomes, no words.
+    expect(await keptWords(run, /Berlin|Acme|Dune/)).toEqual([]);
+    const none = await runOnce(functions.factExtract, await turn(person.id, "which books did I read?"));
     expect(none.result).toEqual({ facts: [] });
     expect((await factsOf(person.id)).map((f) => f.statement)).toEqual(["Lives in Berlin", "Works at Acme Robotics"]);
   });
@@ -51,14 +72,14 @@ describe("fact-extract", () => {
   it("supersedes a changed claim, reinforces a repeated one, and ignores the same event twice", async () => {
     const person = await newPerson();
     const { factExtract } = testWorkflows().functions;
-    await runOnce(factExtract, turn(person.id, "I live in Berlin."));
-    const moved = turn(person.id, "I moved to Munich.");
+    await runOnce(factExtract, await turn(person.id, "I live in Berlin."));
+    const moved = await turn(person.id, "I moved to Munich.");
     const { result } = await runOnce(factExtract, moved);
-    expect(result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "superseded" }] });
+    expect(await statementsOf(person.id, result)).toEqual([{ statement: "Lives in Munich", outcome: "superseded" }]);
     const again = await runOnce(factExtract, moved);
-    expect(again.result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "unchanged" }] });
-    const hedged = await runOnce(factExtract, turn(person.id, "I think I live in Munich."));
-    expect(hedged.result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "reinforced" }] });
+    expect(await statementsOf(person.id, again.result)).toEqual([{ statement: "Lives in Munich", outcome: "unchanged" }]);
+    const hedged = await runOnce(factExtract, await turn(person.id, "I think I live in Munich."));
+    expect(await statementsOf(person.id, hedged.result)).toEqual([{ statement: "Lives in Munich", outcome: "reinforced" }]);
 
     const facts = await factsOf(person.id);
     expect(facts).toHaveLength(2);
@@ -73,7 +94,7 @@ describe("fact-extract", () => {
     const person = await newPerson();
     const { factExtract } = testWorkflows().functions;
     const started = Date.now();
-    await runOnce(factExtract, turn(person.id, "I live in Berlin."));
+    await runOnce(factExtract, await turn(person.id, "I live in Berlin."));
     const [berlin] = (await testDb().withUser(person.id, (tx) =>
       tx.execute(sql`select f.id, f.origin, f.told_at, s.created_at as source_at from facts f join sources s on s.id = f.source_id`),
     )) as unknown as Array<{ id: string; origin: string; told_at: Date; source_at: Date }>;
@@ -89,8 +110,8 @@ describe("fact-extract", () => {
       outcome: "corrected",
       fact: { statement: "Lives in Potsdam", origin: "correction", subject: "home city" },
     });
-    const { result } = await runOnce(factExtract, turn(person.id, "I moved to Munich."));
-    expect(result).toMatchObject({ facts: [{ statement: "Lives in Munich", outcome: "superseded" }] });
+    const { result } = await runOnce(factExtract, await turn(person.id, "I moved to Munich."));
+    expect(await statementsOf(person.id, result)).toEqual([{ statement: "Lives in Munich", outcome: "superseded" }]);
     const chain = await testDb().withUser(
       person.id,
       async (tx) =>
@@ -112,16 +133,51 @@ describe("fact-extract", () => {
       (await testDb().withUser(person.id, (tx) =>
         tx.execute(sql`select statement, happened_at, superseded_by is null as current from facts order by statement`),
       )) as unknown as Array<{ statement: string; happened_at: Date | null; current: boolean }>;
-    await runOnce(factExtract, turn(person.id, "I live in Berlin. I work at Acme Robotics since 2020-03."));
-    await runOnce(factExtract, turn(person.id, "I've lived in Berlin since 2019."));
+    await runOnce(factExtract, await turn(person.id, "I live in Berlin. I work at Acme Robotics since 2020-03."));
+    await runOnce(factExtract, await turn(person.id, "I've lived in Berlin since 2019."));
     const rows = await since();
     // Midnight of 1 January 2019 and of 1 March 2020 in Berlin (UTC+1 in winter).
     expect(rows.map((r) => [r.statement, r.happened_at && new Date(r.happened_at).toISOString(), r.current])).toEqual([
       ["Lives in Berlin", "2018-12-31T23:00:00.000Z", true],
       ["Works at Acme Robotics", "2020-02-29T23:00:00.000Z", true],
     ]);
-    await runOnce(factExtract, turn(person.id, "I moved to Lisbon."));
+    await runOnce(factExtract, await turn(person.id, "I moved to Lisbon."));
     expect((await since()).find((r) => r.current && r.statement === "Lives in Lisbon")?.happened_at).toBeNull();
+  });
+
+  it("does nothing for a message it cannot find, nor for a person deleted since the turn (their words went with them)", async () => {
+    const person = await newPerson();
+    const { factExtract } = testWorkflows().functions;
+    const missing = await runOnce(factExtract, turnEvent(person.id, { kind: "telegram", externalId: crypto.randomUUID() }));
+    expect(missing.error).toBeUndefined();
+    expect(missing.result).toEqual({ facts: [] });
+
+    const event = await turn(person.id, "I live in Berlin.");
+    await deletePerson(testDb(), person.id);
+    const deleted = await runOnce(factExtract, event);
+    expect(deleted.error).toBeUndefined();
+    expect(deleted.result).toEqual({ facts: [] });
+  });
+
+  it("still takes an event queued before events stopped carrying the words (its text), and records its message", async () => {
+    const person = await newPerson();
+    const source = { kind: "telegram", externalId: crypto.randomUUID() };
+    const legacy = { ...turnEvent(person.id, source), data: { ...turnEvent(person.id, source).data, text: "I live in Porto." } };
+    const { result, error } = await runOnce(testWorkflows().functions.factExtract, legacy);
+    expect(error).toBeUndefined();
+    expect(await statementsOf(person.id, result)).toEqual([{ statement: "Lives in Porto", outcome: "created" }]);
+    const [row] = (await testDb().withUser(person.id, (tx) =>
+      tx.execute(sql`select s.external_id, s.payload ->> 'text' as text from facts f join sources s on s.id = f.source_id`),
+    )) as unknown as Array<{ external_id: string; text: string }>;
+    expect(row).toEqual({ external_id: source.externalId, text: "I live in Porto." });
+
+    // A deleted person's queued event is dropped, words and all: nothing is recorded again.
+    const gone = await newPerson();
+    await deletePerson(testDb(), gone.id);
+    const late = { ...turnEvent(gone.id, source), data: { ...turnEvent(gone.id, source).data, text: "I live in Porto." } };
+    const dropped = await runOnce(testWorkflows().functions.factExtract, late);
+    expect(dropped.error).toBeUndefined();
+    expect(dropped.result).toEqual({ facts: [] });
   });
 
   it("rejects bad event data without retrying", async () => {

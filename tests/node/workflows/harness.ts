@@ -156,3 +156,14 @@ export async function runOnce<Result = unknown>(
   const { result, error, ctx, state } = await engine.execute({ ...options, events: event ? [event] : undefined } as ExecuteOptions);
   return { result: result as Result, error: error as Error | undefined, ctx, state };
 }
+
+/** What Inngest keeps of a run besides its result: every step's output (the test engine's step state). */
+export async function stepOutputs(state: Record<string, Promise<unknown>>): Promise<unknown[]> {
+  return Promise.all(Object.values(state).map((output) => output.catch((error: unknown) => ({ error: String(error) }))));
+}
+
+/** Whether anything Inngest keeps of a run (its result, its steps' outputs) contains one of `words`. */
+export async function keptWords(run: { result: unknown; state: Record<string, Promise<unknown>> }, words: RegExp): Promise<string[]> {
+  const kept = [run.result, ...(await stepOutputs(run.state))].map((value) => JSON.stringify(value) ?? "");
+  return kept.filter((json) => words.test(json));
+}

@@ -6,9 +6,12 @@
 // no system messages), each marked `metadata.imported`, under an id of its own (`import:<exported id>`:
 // an exported `telegram:<update id>` must never meet the inbox's id of a new update from another bot).
 // A message whose id the conversation already has is skipped, so importing a file twice adds nothing.
+// The file's messages arrive already stripped to that (db/export-format.ts, ImportedConversation): no
+// metadata and no part but its type and a text part's words is ever sent into the agent. A message
+// dated after the import is stored as of the import: no date of a file can lie in the future.
 import type { UIMessage } from "ai";
 import type { Sessions } from "agents/sessions";
-import type { ExportMessage as Message } from "../db/export-format";
+import type { ExportMessage as Message, ImportMessage } from "../db/export-format";
 
 type Session = ReturnType<Sessions["session"]>;
 
@@ -35,10 +38,11 @@ export async function storedConversation(session: Session, times: () => Readonly
 
 /** The file's messages this conversation does not have yet, as they are to be stored (see the file comment). */
 export function importableMessages(
-  file: readonly Message[],
+  file: readonly ImportMessage[],
   present: ReadonlySet<string>,
   exportedAt: string,
   limit: number,
+  now = Date.now(),
 ): Array<{ message: UIMessage; createdAt: number }> {
   const fallback = Date.parse(exportedAt);
   const incoming: Array<{ message: UIMessage; createdAt: number }> = [];
@@ -53,7 +57,7 @@ export function importableMessages(
     if (!text) continue;
     incoming.push({
       message: { id, role: exported.role, parts: [{ type: "text", text }], metadata: { imported: { id: exported.id, exportedAt } } },
-      createdAt: exported.createdAt ? Date.parse(exported.createdAt) : fallback,
+      createdAt: Math.min(exported.createdAt ? Date.parse(exported.createdAt) : fallback, now),
     });
   }
   return incoming.slice(-limit);

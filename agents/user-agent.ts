@@ -17,7 +17,7 @@ import { describeError, logJson } from "../platform/log";
 import { createChatModel } from "./integrations/model/chat-model";
 import { createEmbedder } from "./integrations/model/embeddings";
 import { replyAfter, replyIds, userMessage } from "./transcript";
-import { ExportedConversation, type ExportMessage } from "../db/export-format";
+import { ImportedConversation, type ExportMessage, type ImportMessage } from "../db/export-format";
 import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
@@ -237,8 +237,8 @@ export class UserAgent extends AIChatAgent<Env> {
    * Adds the words of an export's conversation after the one this agent has (agents/conversation-transfer.ts):
    * marked as imported, each message once however often the file is imported.
    */
-  async importConversation(file: ExportMessage[], exportedAt: string): Promise<{ status: "ok"; added: number } | { status: "erased" }> {
-    const messages = ExportedConversation.parse(file);
+  async importConversation(file: ImportMessage[], exportedAt: string): Promise<{ status: "ok"; added: number } | { status: "erased" }> {
+    const messages = ImportedConversation.parse(file);
     if (await this.#erased()) return { status: "erased" };
     const session = this.sessions.session();
     const present = new Set((await session.getHistory()).map((m) => m.id));

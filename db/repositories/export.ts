@@ -11,6 +11,11 @@
 // more rows than a statement may have parameters). Embeddings are not part of the file: the import
 // emits memory/imported, and memory-consolidate embeds the new memories (until then they are found by
 // their words).
+//
+// What one file may do is bounded (issue 19), and a file past a bound is refused whole, before its
+// rows are committed: IMPORT_CAPS, and no recorded time after now (a row dated 2099 would stay the
+// newest forever: created, updated and told times after the import are stored as the import's time;
+// when something happened or falls due — a reminder's time — may be in the future).
 import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";
@@ -19,6 +24,43 @@ import { edges, entities, events, facts, sources, users } from "../schema";
 import { normalizeName } from "./memory";
 import { SHOWN_LIST } from "./reminders";
 import { iso } from "../timestamps";
+
+/**
+ * What one import may add, and what it may bring an account to:
+ * - rows: 5,000 in one file (sources, entities, facts, relations and events together), about a year of
+ *   daily use; a realistic file of that many fits the import's 4 MB (worker/routes/export.ts). Each
+ *   memory it adds is embedded afterwards.
+ * - memories: 20,000 entities and facts in an account, which memory-consolidate's backfill after an
+ *   import embeds in full (200 steps of 100). Refused only when the import adds some.
+ * - futureReminders: 100 reminders still to come in an account, each a Telegram message when it falls
+ *   due (five minutes of the chat budget should they all fall due at once). Refused only when the
+ *   import adds some, so a file re-imported with fresh ids cannot schedule past it.
+ */
+export const IMPORT_CAPS = { rows: 5_000, memories: 20_000, futureReminders: 100 } as const;
+
+/** A file past one of IMPORT_CAPS: which, its limit and the number the file would have made. */
+export class ImportCapError extends Error {
+  constructor(
+    readonly cap: keyof typeof IMPORT_CAPS,
+    readonly count: number,
+  ) {
+    super(capMessage(cap, count));
+    this.name = "ImportCapError";
+  }
+}
+
+function capMessage(cap: keyof typeof IMPORT_CAPS, count: number): string {
+  const n = (value: number) => value.toLocaleString("en-US");
+  const limit = n(IMPORT_CAPS[cap]);
+  switch (cap) {
+    case "rows":
+      return `This file holds ${n(count)} rows (sources, memories, facts, relations and events); an import takes at most ${limit}.`;
+    case "memories":
+      return `This import would bring your memory to ${n(count)} memories and facts; an account holds at most ${limit}.`;
+    case "futureReminders":
+      return `This import would leave you ${n(count)} reminders still to come; an account has at most ${limit}.`;
+  }
+}
 
 /** The rows of an export (the conversation lives in the agent, not in Postgres). */
 export type MemoryExport = Omit<SomaExportV1, "conversation">;
@@ -130,10 +172,13 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
 
 /** Loads an export file's rows into the person's memory (see the file comment); returns what it added. */
 export async function importMemory(tx: Tx, userId: string, input: MemoryExport, now = new Date()): Promise<ImportOutcome> {
+  const rows = input.sources.length + input.entities.length + input.facts.length + input.edges.length + input.events.length;
+  if (rows > IMPORT_CAPS.rows) throw new ImportCapError("rows", rows);
   const file = storable(input);
-  const sourceIds = await importSources(tx, userId, file.sources);
+  const recorded = notAfter(now);
+  const sourceIds = await importSources(tx, userId, file.sources, recorded);
   const source = (id: string | null) => (id === null ? null : (sourceIds.map.get(id) ?? null));
-  const entityIds = await importEntities(tx, userId, file.entities, source);
+  const entityIds = await importEntities(tx, userId, file.entities, source, recorded);
   const entity = (id: string) => entityIds.map.get(id);
 
   const factIds = await keepOrDerive(
@@ -154,9 +199,9 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
       confidence: f.confidence,
       superseded_by: f.supersededBy && (factIds.get(f.supersededBy) ?? null),
       source_id: source(f.sourceId),
-      created_at: f.createdAt,
-      updated_at: f.updatedAt,
-      told_at: f.toldAt ?? f.createdAt,
+      created_at: recorded(f.createdAt),
+      updated_at: recorded(f.updatedAt),
+      told_at: recorded(f.toldAt ?? f.createdAt),
       happened_at: f.happenedAt ?? null,
       origin: f.origin ?? "extracted",
     })),
@@ -182,7 +227,7 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
       valid_from: e.validFrom,
       valid_to: e.validTo,
       source_id: source(e.sourceId),
-      created_at: e.createdAt,
+      created_at: recorded(e.createdAt),
     })),
     sql`id uuid, from_id uuid, to_id uuid, type text, properties jsonb, valid_from timestamptz, valid_to timestamptz, source_id uuid, created_at timestamptz`,
   );
@@ -205,8 +250,8 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
       entity_ids: e.entityIds.map(entity).filter((id) => id !== undefined),
       status: e.status,
       source_id: source(e.sourceId),
-      created_at: e.createdAt,
-      told_at: e.toldAt ?? e.createdAt,
+      created_at: recorded(e.createdAt),
+      told_at: recorded(e.toldAt ?? e.createdAt),
     })),
     sql`id uuid, kind text, occurred_at timestamptz, payload jsonb, entity_ids uuid[], status text, source_id uuid, created_at timestamptz, told_at timestamptz`,
   );
@@ -215,6 +260,7 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
   const reminders = file.events
     .filter((e) => e.kind === "reminder" && e.status === "scheduled" && new Date(e.occurredAt) > now && added.has(eventIds.get(e.id)!))
     .map((e) => ({ eventId: eventIds.get(e.id)!, at: new Date(e.occurredAt).toISOString() }));
+  await checkAccountCaps(tx, userId, { memories: entityIds.added + addedFacts.length, futureReminders: reminders.length }, now);
 
   return {
     added: {
@@ -243,12 +289,45 @@ export async function previewImport(tx: Tx, userId: string, input: MemoryExport,
   return added;
 }
 
+/**
+ * After the rows went in, not yet committed: the account's memories and reminders still to come, counted
+ * under row-level security (what the import added included) against IMPORT_CAPS. A cap is only checked
+ * when the import added to it: a file that adds nothing new is never refused.
+ */
+async function checkAccountCaps(tx: Tx, userId: string, added: { memories: number; futureReminders: number }, now: Date): Promise<void> {
+  if (added.memories > 0) {
+    const [row] = await sqlRows<{ n: number }>(
+      tx,
+      sql`select (select count(*) from entities where user_id = ${userId})::int + (select count(*) from facts where user_id = ${userId})::int as n`,
+    );
+    if (row && row.n > IMPORT_CAPS.memories) throw new ImportCapError("memories", row.n);
+  }
+  if (added.futureReminders > 0) {
+    const [row] = await sqlRows<{ n: number }>(
+      tx,
+      sql`select count(*)::int as n from events
+          where user_id = ${userId} and kind = 'reminder' and status = 'scheduled' and occurred_at > ${now.toISOString()}::timestamptz`,
+    );
+    if (row && row.n > IMPORT_CAPS.futureReminders) throw new ImportCapError("futureReminders", row.n);
+  }
+}
+
+/** A recorded time (created, updated, told) as an import stores it: never after `now`. */
+type Recorded = (at: string) => string;
+
+function notAfter(now: Date): Recorded {
+  const latest = now.toISOString();
+  return (at) => (Date.parse(at) > now.getTime() ? latest : at);
+}
+
 type IdMap = { map: Map<string, string>; added: number };
 
 /** Sources by (kind, external id): one already recorded is the same source. */
-async function importSources(tx: Tx, userId: string, rows: MemoryExport["sources"]): Promise<IdMap> {
+async function importSources(tx: Tx, userId: string, rows: MemoryExport["sources"], recorded: Recorded): Promise<IdMap> {
   if (rows.length === 0) return { map: new Map(), added: 0 };
-  const json = JSON.stringify(rows.map((s) => ({ kind: s.kind, external_id: s.externalId, payload: s.payload, created_at: s.createdAt })));
+  const json = JSON.stringify(
+    rows.map((s) => ({ kind: s.kind, external_id: s.externalId, payload: s.payload, created_at: recorded(s.createdAt) })),
+  );
   const inserted = await sqlRows<{ id: string }>(
     tx,
     sql`
@@ -279,6 +358,7 @@ async function importEntities(
   userId: string,
   rows: MemoryExport["entities"],
   source: (id: string | null) => string | null,
+  recorded: Recorded,
 ): Promise<IdMap> {
   if (rows.length === 0) return { map: new Map(), added: 0 };
   const json = JSON.stringify(
@@ -289,9 +369,9 @@ async function importEntities(
       properties: e.properties,
       status: e.status,
       source_id: source(e.sourceId),
-      created_at: e.createdAt,
-      updated_at: e.updatedAt,
-      told_at: e.toldAt ?? e.createdAt,
+      created_at: recorded(e.createdAt),
+      updated_at: recorded(e.updatedAt),
+      told_at: recorded(e.toldAt ?? e.createdAt),
       happened_at: e.happenedAt ?? null,
     })),
   );
@@ -364,10 +444,27 @@ function mapBy<T extends { id: string }>(rows: T[], newId: (row: T) => string | 
   return map;
 }
 
-/** The file with NUL and lone surrogates taken out of every string: Postgres text and jsonb refuse both. */
+/**
+ * The file with NUL and lone surrogates taken out of every string, keys too (Postgres text and jsonb
+ * refuse both). In place: the parsed file is the import's own, and a copy of a file of thousands of
+ * rows would double what an import holds in memory. Only a key that changes is replaced.
+ */
 function storable<T>(value: T): T {
-  if (typeof value === "string") return value.replaceAll("\u0000", "").replace(LONE_SURROGATE, "") as T;
-  if (Array.isArray(value)) return value.map(storable) as T;
-  if (value && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [storable(k), storable(v)])) as T;
+  if (typeof value === "string") return storableText(value) as T;
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) value[i] = storable(item);
+  } else if (value && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      const clean = storableText(key);
+      const item = storable(record[key]);
+      if (clean !== key) delete record[key];
+      record[clean] = item;
+    }
+  }
   return value;
+}
+
+function storableText(text: string): string {
+  return text.replaceAll("\u0000", "").replace(LONE_SURROGATE, "");
 }

@@ -11,6 +11,7 @@ import { ExportedConversation, exportJsonSchema, SomaExport, type SomaExportV1 }
 import { rememberShownList } from "../../db/repositories/reminders";
 import { TelegramSender } from "../../agents/integrations/telegram-sender";
 import { DeadlineError } from "../../platform/deadline";
+import { MAX_IMPORT_BYTES } from "../../worker/routes/export";
 import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { importAs, rowCounts, seedMemory } from "./memory-files";
 
@@ -269,7 +270,7 @@ describe("POST /api/import", () => {
     const dangling = { ...file, edges: file.edges.map((e) => ({ ...e, toId: crypto.randomUUID() })) };
     await refused(await importAs(targetCookie, JSON.stringify(dangling)), 400, /edges\.0\.toId: no entity with this id in the file/);
     await refused(await importAs(targetCookie, JSON.stringify(file), { "content-type": "text/plain" }), 415, /application\/json/);
-    await refused(await importAs(targetCookie, " ".repeat(10 * 1024 * 1024 + 1)), 413, /larger than/);
+    await refused(await importAs(targetCookie, " ".repeat(MAX_IMPORT_BYTES + 1)), 413, /larger than/);
     await refused(await importAs(targetCookie, JSON.stringify(file), { origin: "https://evil.example" }), 403, /Cross-site/);
     await refused(
       await call("/api/import", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(file) }),

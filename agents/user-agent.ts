@@ -3,6 +3,8 @@
 // durable inbox of Telegram messages with processed-id dedupe (agents/inbox.ts), and the per-person
 // rate limits (agents/rate-limit.ts), each kept in its own SQLite. Memory lives in Postgres and is
 // reached only through Database.withUser with this agent's name.
+// Longer than 450 lines: it is the one class the runtime gives each person, and every channel's RPC
+// (Telegram, chat, export, import, the web API's budgets) is a method of it.
 //
 // Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
 // acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages.
@@ -27,7 +29,7 @@ import { exportFile } from "./commands/export";
 import { APOLOGY, type TelegramInput } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame } from "./channels";
 import type { ObjectSql } from "./object-sql";
-import { RateLimiter, rateLimitsFor } from "./rate-limit";
+import { ApiBudget, RateLimiter, rateLimitsFor, type RateVerdict } from "./rate-limit";
 import { answerCommand, WELCOME } from "./commands/index";
 import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-sender";
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
@@ -149,6 +151,12 @@ export class UserAgent extends AIChatAgent<Env> {
         }),
     );
     return { status: "ok", messageId, stream: readable };
+  }
+
+  /** Counts one web API request against the person's `budget` (agents/rate-limit.ts), unless over it. An
+   * erased agent counts nothing (no channel writes to it again); the route then finds the account gone. */
+  async spend(budget: ApiBudget): Promise<RateVerdict> {
+    return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(ApiBudget.parse(budget));
   }
 
   /** Watchdog alarm: resumes (or replaces a stuck) inbox drain, and stays armed while work is pending. */

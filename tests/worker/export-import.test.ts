@@ -3,6 +3,7 @@
 // (a round trip gives the same memories; what it added goes on to the workflows), and refuses a bad
 // file whole with a clear 4xx.
 import { Validator } from "@cfworker/json-schema";
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { describe, expect, it } from "vitest";
@@ -10,6 +11,7 @@ import committedSchema from "../../docs/export/soma-export-v1.schema.json";
 import { ExportedConversation, exportJsonSchema, SomaExport, type SomaExportV1 } from "../../db/export-format";
 import { rememberShownList } from "../../db/repositories/reminders";
 import { TelegramSender } from "../../agents/integrations/telegram-sender";
+import type { UserAgent } from "../../agents/user-agent";
 import { DeadlineError } from "../../platform/deadline";
 import { MAX_IMPORT_BYTES } from "../../worker/routes/export";
 import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
@@ -253,10 +255,15 @@ describe("POST /api/import", () => {
     const file = await exportAs(cookie);
     const target = await newPerson("target");
     const targetCookie = await sessionCookie(target);
+    const targetAgent = await getAgentByName(env.UserAgent, target.id);
     const refused = async (response: Response, status: number, message: RegExp) => {
       expect(response.status).toBe(status);
       const body = (await response.json()) as { error: { code: string; message: string } };
       expect(body.error.message).toMatch(message);
+      // Each case is one request, not a burst: the import budget (tests/worker/route-rate-limits.test.ts) starts afresh.
+      await runInDurableObject(targetAgent, (instance: UserAgent) => {
+        instance.sql`delete from soma_rate`;
+      });
     };
     await refused(await importAs(targetCookie, "{not json"), 400, /not valid JSON/);
     await refused(await importAs(targetCookie, JSON.stringify({ hello: 1 })), 400, /Not a Soma export file: format/);

@@ -2,6 +2,7 @@
 // cap, a free-form field too deep or too wide, and a file past a cap with a quick 4xx naming the limit,
 // writing nothing and going on serving; message metadata never reaches the agent; an imported date
 // cannot lie in the future; and importing again with fresh ids cannot schedule past the reminder cap.
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { sql } from "drizzle-orm";
@@ -72,6 +73,14 @@ async function signedIn(label: string) {
   return { person, cookie: await sessionCookie(person) };
 }
 
+/** Forgets the imports the person's budget counted (agents/rate-limit.ts): these cases are one request
+ * each, not a burst (tests/worker/route-rate-limits.test.ts guards the budget). */
+async function freshBudget(userId: string): Promise<void> {
+  await runInDurableObject(await getAgentByName(env.UserAgent, userId), (instance: UserAgent) => {
+    instance.sql`delete from soma_rate`;
+  });
+}
+
 async function refusal(response: Response): Promise<{ status: number; code: string; message: string }> {
   const body = (await response.json()) as { error: { code: string; message: string } };
   return { status: response.status, code: body.error.code, message: body.error.message };
@@ -108,6 +117,7 @@ describe("finding 1: a bomb under the byte cap", () => {
         const refused = await refusal(await importAs(cookie, bomb, {}, query));
         expect(refused).toMatchObject({ status: 413, code: "payload_too_large" });
         expect(refused.message).toContain(`more than ${IMPORT_JSON_SHAPE.maxNodes} values`);
+        await freshBudget(person.id);
       }
     }
     const fine = await importAs(cookie, JSON.stringify(exportFile({ entities: [entity("After the bomb")] })));
@@ -147,6 +157,7 @@ describe("finding 1: free-form fields are bounded", () => {
         const refused = await refusal(await importAs(cookie, JSON.stringify(file), {}, query));
         expect(refused.status).toBe(400);
         expect(refused.message).toMatch(path);
+        await freshBudget(person.id);
       }
     }
     expect(await rowCounts(person.id)).toEqual({ sources: 0, entities: 0, facts: 0, edges: 0, events: 0 });

@@ -7,7 +7,8 @@
 //                     then has memory-consolidate embed what it added
 //   POST /api/import?dryRun=1  the same checks and statements, rolled back: answers the counts an
 //                     import would add ({dryRun: true, imported}) and writes nothing (the web app's preview)
-// An import is refused whole with a 4xx JSON error
+// Each is counted against the person's per-minute budget first (worker/rate-budget.ts: 429 with
+// Retry-After; a preview and an import share one). An import is refused whole with a 4xx JSON error
 // before anything is written: over 4 MB (413, counted while the body is read), more values or deeper
 // nesting than a real export of that size has (413, 400: measured before it is parsed), not JSON (400),
 // not a Soma export or another version (400, saying which), any row that does not fit the format (400,
@@ -27,6 +28,7 @@ import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
+import { rateLimited } from "../rate-budget";
 import type { AppEnv } from "../types";
 import { DEFAULT_JSON_SHAPE, readJson } from "../validation";
 
@@ -58,7 +60,7 @@ export const IMPORT_JSON_SHAPE: JsonShapeLimits = {
 
 // Route-level middleware: this sub-app is mounted at /api, where a `.use()` would guard every route.
 export const exportImport = new Hono<AppEnv>()
-  .get("/export", requireSession("reject"), async (c) => {
+  .get("/export", requireSession("reject"), rateLimited("export"), async (c) => {
     const userId = c.var.person.id;
     const agent = await agentFor(c.env, userId);
     const file = await exportFile(c.var.db, userId, ExportedConversation.parse(JSON.parse(await agent.transcript())));
@@ -70,7 +72,8 @@ export const exportImport = new Hono<AppEnv>()
       },
     });
   })
-  .post("/import", requireSession("reject"), requireSameOrigin, limitBody(MAX_IMPORT_BYTES), async (c) => {
+  // The budget is spent before the body is read: reading and parsing it are most of an import's cost.
+  .post("/import", requireSession("reject"), requireSameOrigin, rateLimited("import"), limitBody(MAX_IMPORT_BYTES), async (c) => {
     const body = await readJson(c, z.unknown(), IMPORT_JSON_SHAPE);
     const envelope = ExportEnvelope.safeParse(body);
     if (!envelope.success) throw new ApiError("bad_request", `Not a Soma export file: ${firstProblem(envelope.error)}`);

@@ -10,7 +10,8 @@
 //   DELETE /api/facts/:id     deletes the fact and the history behind it: never in a prompt, a recall or
 //                             a list again. 200 {deleted: true}
 // An id that is not a UUID is 400; one that is not the person's (RLS hides the rest) or no longer
-// exists is 404. PATCH and DELETE need a same-origin request.
+// exists is 404. PATCH and DELETE need a same-origin request. A valid PATCH is counted against the
+// person's per-minute "edit" budget before its work (a correction embeds; worker/rate-budget.ts).
 import { Hono } from "hono";
 import { z } from "zod";
 import { FACT_CATEGORIES } from "../../agents/fact-extraction";
@@ -20,6 +21,7 @@ import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
+import { spendBudget } from "../rate-budget";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
 
@@ -51,6 +53,7 @@ export const facts = new Hono<AppEnv>()
   .patch("/:id", requireSameOrigin, limitBody(4096), async (c) => {
     const id = factId(c.req.param("id"));
     const change = await readJson(c, Correction);
+    await spendBudget(c, "edit");
     const userId = c.var.person.id;
     const embedding = change.statement === undefined ? null : await embedOne(createEmbedder(c.var.config, c.env), change.statement);
     const result = await c.var.db.withUser(userId, (tx) => correctFact(tx, userId, id, { ...change, embedding, sourceId: null }));

@@ -6,6 +6,8 @@
 //   PATCH  /api/memories/:id                               {name?, type?, properties?}; 409 on a (type, name) collision
 //   DELETE /api/memories/:id                               archives it (never recalled again)
 //   POST   /api/memories/:id/restore                       undoes DELETE
+// A search and an edit embed text: each is counted against the person's per-minute budget ("search",
+// "edit": worker/rate-budget.ts, 429 with Retry-After) once the request is known to be valid.
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { EntityType } from "../../agents/entity-type";
@@ -23,6 +25,7 @@ import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
+import { spendBudget } from "../rate-budget";
 import type { AppEnv } from "../types";
 import { readJson } from "../validation";
 
@@ -74,6 +77,7 @@ export const memories = new Hono<AppEnv>()
     const to = parsed.data.to ? new Date(parsed.data.to) : undefined;
     const userId = c.var.person.id;
     if (q) {
+      await spendBudget(c, "search");
       const embedding = await embedName(c, q);
       const found = await c.var.db.withUser(userId, (tx) =>
         recallEntities(tx, userId, { query: q, ...(type ? { type } : {}), limit, embedding }),
@@ -122,6 +126,7 @@ export const memories = new Hono<AppEnv>()
   .patch("/:id", requireSameOrigin, limitBody(16 * 1024), async (c) => {
     const id = memoryId(c);
     const edit = await readJson(c, MemoryEdit);
+    await spendBudget(c, "edit");
     const userId = c.var.person.id;
     const db = c.var.db;
     // Embedded outside the transaction (a model call); only used when the name or type really changed.

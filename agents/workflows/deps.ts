@@ -5,6 +5,8 @@ import { Middleware, NonRetriableError } from "inngest";
 import type { LanguageModel } from "ai";
 import type { Database } from "../../db/database";
 import type { Config } from "../../platform/config";
+import { classifyFailure } from "../../platform/faults";
+import { describeError, logJson } from "../../platform/log";
 import type { Embedder } from "../integrations/model/embeddings";
 import type { TelegramSender } from "../integrations/telegram-sender";
 import type { Tracer, WorkflowTrace } from "../../platform/telemetry/tracer";
@@ -32,6 +34,42 @@ export function chunks<T>(items: T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
+}
+
+/** How long a fan-out waits for Postgres to answer before it takes a failure for an outage. */
+const OUTAGE_PING_MS = 2_000;
+
+/**
+ * One person's share of a fan-out (a night's merges, a weekly review, a watch renewal), isolated: a
+ * failure is logged with the person's id and the error's own words (never a query's parameters, which
+ * may be theirs), and returned as `{ ok: false }` so that the caller goes on with the next person. Only
+ * an outage is thrown — a transient failure while Postgres does not answer a ping — so that Inngest
+ * retries the step; the work of each function is idempotent per person, so a retry sends or merges
+ * nothing twice. A person's own data (a statement timeout included) can never fail the run.
+ */
+export async function forOnePerson<T>(
+  deps: Pick<WorkflowDeps, "db">,
+  workflow: string,
+  userId: string,
+  work: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false }> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    if (await isOutage(deps, error)) throw error;
+    logJson("error", { workflow, userId, personSkipped: true, error: describeError(ownWords(error)) });
+    return { ok: false };
+  }
+}
+
+/** Whether a failure is an outage rather than one person's: transient, and Postgres does not answer a ping. */
+export async function isOutage(deps: Pick<WorkflowDeps, "db">, error: unknown): Promise<boolean> {
+  return classifyFailure(error) === "transient" && !(await deps.db.ping(OUTAGE_PING_MS));
+}
+
+/** The error without a failed query's text: drizzle's message repeats the parameters, its cause is the database's own. */
+export function ownWords(error: unknown): unknown {
+  return error instanceof Error && error.message.startsWith("Failed query") && error.cause instanceof Error ? error.cause : error;
 }
 
 /**

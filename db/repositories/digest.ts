@@ -4,7 +4,7 @@
 // take a withSystem one.
 import { and, eq, gte, sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
-import { entities, events, facts, users } from "../schema";
+import { entities, events, facts, sources, users } from "../schema";
 import { claimSource } from "./memory";
 
 /** Where and how to reach the person (their own users row, visible to them under RLS). */
@@ -23,6 +23,15 @@ export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezo
  */
 export async function claimDelivery(tx: Tx, userId: string, kind: "brief" | "weekly-review", key: string, text: string): Promise<boolean> {
   return (await claimSource(tx, userId, { kind, externalId: key, payload: { text } })) !== null;
+}
+
+/** What a claimed delivery holds (claimDelivery's text); null when this person has no such claim (or no longer exists). */
+export async function claimedDelivery(tx: Tx, kind: "brief" | "weekly-review", key: string): Promise<string | null> {
+  const [row] = await tx
+    .select({ text: sql<string | null>`${sources.payload} ->> 'text'` })
+    .from(sources)
+    .where(and(eq(sources.kind, kind), eq(sources.externalId, key)));
+  return row?.text ?? null;
 }
 
 export interface BriefContents {

@@ -164,6 +164,15 @@ export async function claimReminder(tx: Tx, eventId: string): Promise<DueReminde
   return { text: String(row.payload.text ?? ""), at: row.at };
 }
 
+/** The words of a reminder claimed for delivery (status `delivering`); null when it is gone or not claimed. */
+export async function claimedReminderText(tx: Tx, eventId: string): Promise<string | null> {
+  const [row] = await tx
+    .select({ payload: events.payload })
+    .from(events)
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "delivering")));
+  return row ? String(row.payload.text ?? "") : null;
+}
+
 /** Records how a claimed reminder's delivery ended. */
 export async function finishReminder(tx: Tx, eventId: string, status: "delivered" | "undeliverable"): Promise<void> {
   await tx.update(events).set({ status }).where(eq(events.id, eventId));

@@ -1,7 +1,10 @@
 // brief-generate: the day's brief for one person — what is coming up in the next 24 hours, what they
 // talked about yesterday, how much mail arrived — sent in Telegram. Nothing to say → nothing sent.
 // Delivered once per person and date (a claimed `sources` row), however often it is requested.
-import { briefContents, claimDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
+// The brief's words stay in Postgres: "compose" writes them into the claim, "send" reads them back under
+// the person's own transaction, and what Inngest keeps of either step is whether it happened. A person
+// deleted in between has no claim left, and nothing is sent.
+import { briefContents, claimDelivery, claimedDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
 import { formatLocalTime } from "../../../platform/local-time";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
@@ -18,19 +21,27 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
     },
     async ({ event, step }) => {
       const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
-      const brief = await step.run("compose", () =>
+      const composed = await step.run("compose", () =>
         deps.db.withUser(request.userId, async (tx) => {
           const contact = await contactOf(tx);
           if (!contact?.chatId) return null;
           const text = composeBrief(await briefContents(tx, deps.now()), contact);
           if (!text) return null;
           // Claimed in the same transaction as it is composed: a second request for this date finds it taken.
-          return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { chatId: contact.chatId, text } : null;
+          return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { claimed: true } : null;
         }),
       );
-      if (!brief) return { sent: false };
-      await step.run("send", () => telegramOf(deps).sendText(brief.chatId, brief.text));
-      return { sent: true, text: brief.text };
+      if (!composed) return { sent: false };
+      const sent = await step.run("send", async () => {
+        const brief = await deps.db.withUser(request.userId, async (tx) => ({
+          chatId: (await contactOf(tx))?.chatId ?? null,
+          text: await claimedDelivery(tx, "brief", request.date),
+        }));
+        if (brief.chatId === null || brief.text === null) return false;
+        await telegramOf(deps).sendText(brief.chatId, brief.text);
+        return true;
+      });
+      return { sent };
     },
   );
 }

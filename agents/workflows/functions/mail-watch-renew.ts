@@ -6,7 +6,7 @@ import { saveMailState, watchesExpiringBefore } from "../../../db/repositories/c
 import { describeError } from "../../../platform/log";
 import { gmailFor } from "../../integrations/google/google-account";
 import type { InngestClient } from "../client";
-import { chunks, type WorkflowDeps } from "../deps";
+import { chunks, isOutage, ownWords, type WorkflowDeps } from "../deps";
 
 export const RENEW_WITHIN_MS = 48 * 3600 * 1000;
 const PEOPLE_PER_STEP = 20;
@@ -34,7 +34,11 @@ export interface WatchResult {
   error?: string;
 }
 
-/** users.watch for each person; one person's failure (a revoked grant) does not stop the others. */
+/**
+ * users.watch for each person; one person's failure (a revoked grant, their own data) does not stop the
+ * others. An outage (Postgres not answering) is thrown instead, so that Inngest retries the step: a
+ * watch renewed twice is the same watch.
+ */
 export async function renewWatches(deps: Pick<WorkflowDeps, "config" | "db">, userIds: string[]): Promise<WatchResult[]> {
   const topic = deps.config.GMAIL_PUBSUB_TOPIC;
   if (!topic) throw new NonRetriableError("GMAIL_PUBSUB_TOPIC is not set");
@@ -52,7 +56,8 @@ export async function renewWatches(deps: Pick<WorkflowDeps, "config" | "db">, us
       await deps.db.withUser(userId, (tx) => saveMailState(tx, { startHistoryId: watch.historyId, watchExpiresAt: expiresAt }));
       results.push({ userId, ok: true, expiresAt: expiresAt.toISOString() });
     } catch (error) {
-      results.push({ userId, ok: false, error: describeError(error) });
+      if (await isOutage(deps, error)) throw error;
+      results.push({ userId, ok: false, error: describeError(ownWords(error)) });
     }
   }
   return results;

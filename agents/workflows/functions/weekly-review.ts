@@ -3,16 +3,19 @@
 // Sunday 18:xx somewhere (UTC+14 to UTC−12: Sunday and Monday in UTC) and reviews the people whose
 // clock shows it. Empty weeks send nothing; each person gets one review per ISO week of their local
 // date (a claimed sources row), so a retried or overlapping run sends nothing twice.
+// Each review is composed and sent inside its step: what Inngest keeps is counts, never its words. One
+// person whose review fails (a blocked bot, their own data) is logged and counted, and the others go on
+// (deps.ts, forOnePerson); only an outage fails the step, for Inngest to retry.
 import { claimDelivery, contactOf, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
 import type { InngestClient } from "../client";
-import { chunks, telegramOf, type WorkflowDeps } from "../deps";
+import { chunks, forOnePerson, telegramOf, type WorkflowDeps } from "../deps";
 
 const WEEK_MS = 7 * 86_400_000;
 /** Sunday (ISO weekday 7), 18:xx on the person's clock. */
 const REVIEW_WEEKDAY = 7;
 const REVIEW_HOUR = 18;
 /** People per step: a step stays well inside a request's time, the run inside Inngest's step limit. */
-const PEOPLE_PER_STEP = 25;
+export const REVIEWS_PER_STEP = 25;
 
 export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
@@ -22,14 +25,21 @@ export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
         deps.db.withSystem((tx) => peopleAtLocalHour(tx, REVIEW_HOUR, deps.now(), REVIEW_WEEKDAY)),
       );
       let sent = 0;
-      for (const [i, batch] of chunks(people, PEOPLE_PER_STEP).entries()) {
-        sent += await step.run(`review-${i}`, async () => {
-          let n = 0;
-          for (const { userId, localDate } of batch) if (await reviewOne(deps, userId, localDate)) n++;
-          return n;
+      let failed = 0;
+      for (const [i, batch] of chunks(people, REVIEWS_PER_STEP).entries()) {
+        const done = await step.run(`review-${i}`, async () => {
+          const outcome = { sent: 0, failed: 0 };
+          for (const { userId, localDate } of batch) {
+            const review = await forOnePerson(deps, "weekly-review", userId, () => reviewOne(deps, userId, localDate));
+            if (!review.ok) outcome.failed++;
+            else if (review.value) outcome.sent++;
+          }
+          return outcome;
         });
+        sent += done.sent;
+        failed += done.failed;
       }
-      return { people: people.length, sent };
+      return { people: people.length, sent, ...(failed ? { failed } : {}) };
     },
   );
 }

@@ -9,12 +9,13 @@ import { InngestTestEngine } from "@inngest/test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createWorkflows } from "../../../agents/workflows";
-import { isoWeek } from "../../../agents/workflows/functions/weekly-review";
+import { isoWeek, REVIEWS_PER_STEP } from "../../../agents/workflows/functions/weekly-review";
+import { deletePerson } from "../../../db/repositories/auth";
 import { recordFact } from "../../../db/repositories/facts";
 import { recordEmail } from "../../../db/repositories/mail";
 import { archiveEntity, captureEntity, recordSource } from "../../../db/repositories/memory";
 import { createReminder } from "../../../db/repositories/reminders";
-import { newPerson, runOnce, sentTexts, standInUrl, testConfig, testDb, testWorkflows } from "./harness";
+import { keptWords, newPerson, runOnce, sentTexts, standInUrl, testConfig, testDb, testWorkflows } from "./harness";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -199,8 +200,11 @@ describe("brief-generate", () => {
       "On your mind yesterday: Project Hail Mary (book).",
     ].join("\n");
     expect(first.error).toBeUndefined();
-    expect(first.result).toEqual({ sent: true, text: expected });
+    expect(first.result).toEqual({ sent: true });
+    expect(stepsRun(first.ctx)).toEqual(["compose", "send"]);
     expect(await sentTexts(person.chatId!)).toEqual([expected]);
+    // What Inngest keeps of the run (its result, each step's output) has no word of the brief.
+    expect(await keptWords(first, /Dentist|Hail Mary|Good morning|Wf/)).toEqual([]);
 
     // Requested again for the same date (a retried fan-out, a duplicate event): nothing more.
     const again = await runOnce(briefGenerate, briefRequest(person.id, date));
@@ -223,7 +227,7 @@ describe("brief-generate", () => {
 
     const { result } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(person.id, "2026-11-22"));
     const expected = "Good morning, Wf! Here's your day.\n\n2 new emails since yesterday.";
-    expect(result).toEqual({ sent: true, text: expected });
+    expect(result).toEqual({ sent: true });
     expect(await sentTexts(person.chatId!)).toEqual([expected]);
   });
 
@@ -242,8 +246,8 @@ describe("brief-generate", () => {
 
     await capture(person.id, "place", "Lisbon");
     const later = await runOnce(briefGenerate, briefRequest(person.id, "2026-11-22"));
-    expect(later.result).toEqual({ sent: true, text: "Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Lisbon (place)." });
-    expect(await sentTexts(person.chatId!)).toHaveLength(1);
+    expect(later.result).toEqual({ sent: true });
+    expect(await sentTexts(person.chatId!)).toEqual(["Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Lisbon (place)."]);
   });
 
   it("sends nothing to a person without Telegram, and claims nothing", async () => {
@@ -268,8 +272,27 @@ describe("brief-generate", () => {
     await capture(alice.id, "book", "Middlemarch");
 
     const { result } = await runOnce(testWorkflows().functions.briefGenerate, briefRequest(alice.id, "2026-11-22"));
-    expect(result).toEqual({ sent: true, text: "Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Middlemarch (book)." });
+    expect(result).toEqual({ sent: true });
+    expect(await sentTexts(alice.chatId!)).toEqual(["Good morning, Wf! Here's your day.\n\nOn your mind yesterday: Middlemarch (book)."]);
     expect(await sentTexts(bob.chatId!)).toEqual([]);
+  });
+
+  it("sends what the claim holds, read back under the person's own transaction: nothing once the person is deleted", async () => {
+    const person = await newPerson({ telegram: true });
+    await capture(person.id, "book", "Middlemarch");
+    const { briefGenerate } = testWorkflows().functions;
+    // The brief was composed and claimed, then the account was deleted before the send step ran.
+    const composed = await new InngestTestEngine({ function: briefGenerate }).executeStep("compose", {
+      events: [briefRequest(person.id, "2026-11-22")],
+    });
+    expect(composed.result).toEqual({ claimed: true });
+    await deletePerson(testDb(), person.id);
+    const { result, error } = await runOnce(briefGenerate, briefRequest(person.id, "2026-11-22"), {
+      steps: [{ id: "compose", handler: () => ({ claimed: true }) }],
+    });
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ sent: false });
+    expect(await sentTexts(person.chatId!)).toEqual([]);
   });
 });
 
@@ -329,6 +352,7 @@ describe("weekly-review", () => {
     const first = await runOnce(weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), { steps: onlyPeople(now, person.id) });
     expect(first.error).toBeUndefined();
     expect(first.result).toEqual({ people: 1, sent: 1 });
+    expect(await keptWords(first, /Dune|Piranesi|Maria|Berlin|Your week/)).toEqual([]);
     const expected = [
       "Your week in memory:",
       '• book: Eats, Shoots & Leaves: The "Zero Tolerance" Approach, Piranesi, Dune',
@@ -387,6 +411,39 @@ describe("weekly-review", () => {
 
     for (const person of [busyLastWeek, idle, bystander]) expect(await sentTexts(person.chatId!)).toEqual([]);
     for (const person of [busyLastWeek, idle, noChat, bystander]) expect(await claims(person.id, "weekly-review")).toEqual([]);
+  });
+
+  it("one person whose review fails (the bot is blocked) is logged and counted; the others, in that batch and the next, get theirs", async () => {
+    const blocked = await newPerson({ telegram: true });
+    await capture(blocked.id, "book", "Blocked Book");
+    const neighbour = await newPerson({ telegram: true });
+    await capture(neighbour.id, "book", "Neighbour Book");
+    // Enough people without a week to tell that the last one is reviewed in a later step.
+    const idle = await Promise.all(Array.from({ length: REVIEWS_PER_STEP }, () => newPerson({ telegram: true })));
+    const later = await newPerson({ telegram: true });
+    await capture(later.id, "book", "Later Book");
+    await fetch(`${standInUrl}/__fail`, {
+      method: "POST",
+      body: JSON.stringify({
+        method: "sendMessage",
+        chatId: blocked.chatId,
+        errorCode: 403,
+        description: "Forbidden: bot was blocked by the user",
+        times: 10,
+      }),
+    });
+
+    const now = new Date();
+    const ids = [blocked.id, neighbour.id, ...idle.map((p) => p.id), later.id];
+    const { result, error, ctx } = await runOnce(testWorkflows({ now }).functions.weeklyReview, cronTick("TZ=UTC 0 * * * 0,1"), {
+      steps: onlyPeople(now, ...ids),
+    });
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ people: ids.length, sent: 2, failed: 1 });
+    expect(stepsRun(ctx)).toEqual(["people", "review-0", "review-1"]);
+    expect(await sentTexts(neighbour.chatId!)).toHaveLength(1);
+    expect(await sentTexts(later.chatId!)).toHaveLength(1);
+    expect(await sentTexts(blocked.chatId!)).toEqual([]);
   });
 
   it("names the ISO week (Monday to Sunday, the year of its Thursday)", () => {

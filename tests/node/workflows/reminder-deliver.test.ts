@@ -2,12 +2,14 @@
 // Database.withUser) and the Bot API stand-in. The engine's sleep is the one thing replaced: @inngest/test
 // never resolves an unmocked step.sleepUntil, so "wait-until-due" is mocked as elapsed and the tests
 // assert what the function asked to sleep until.
+import { InngestTestEngine } from "@inngest/test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { TelegramSender } from "../../../agents/integrations/telegram-sender";
+import { deletePerson } from "../../../db/repositories/auth";
 import { recordSource } from "../../../db/repositories/memory";
 import { cancelReminder, createReminder, type CancelOutcome } from "../../../db/repositories/reminders";
-import { BOT_TOKEN, langfuseEvents, newPerson, runOnce, sentTexts, standInUrl, testDb, testWorkflows } from "./harness";
+import { BOT_TOKEN, keptWords, langfuseEvents, newPerson, runOnce, sentTexts, standInUrl, testDb, testWorkflows } from "./harness";
 
 /**
  * A fresh mock per run: @inngest/test pushes every step a run completes onto the `steps` array it was
@@ -50,7 +52,7 @@ describe("reminder-deliver", () => {
     const { eventId, at } = await scheduleReminder(person.id, "call mum about the tickets", new Date(Date.now() + 2 * 3_600_000));
     expect((await reminderRow(person.id, eventId))?.status).toBe("scheduled");
 
-    const { result, error, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
+    const { result, error, ctx, state } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
       steps: elapsed(),
     });
     expect(error).toBeUndefined();
@@ -60,6 +62,8 @@ describe("reminder-deliver", () => {
     expect(stepsRun(ctx)).not.toContain("no-chat");
 
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: call mum about the tickets"]);
+    // What Inngest keeps of the run (its result, each step's output) has no word of the reminder.
+    expect(await keptWords({ result, state }, /mum|tickets|Reminder/)).toEqual([]);
     const row = await reminderRow(person.id, eventId);
     expect(row).toMatchObject({ status: "delivered", kind: "reminder", payload: { text: "call mum about the tickets" } });
   });
@@ -134,6 +138,25 @@ describe("reminder-deliver", () => {
     expect(during).toMatchObject({ outcome: "too-late", reminder: { status: "delivering" } });
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: last-second change of mind"]);
     expect((await reminderRow(person.id, eventId))?.status).toBe("delivered");
+  });
+
+  it("reads the words when it sends them, under the person's own transaction: nothing once the account is deleted after the claim", async () => {
+    const person = await newPerson({ telegram: true });
+    const { eventId, at } = await scheduleReminder(person.id, "a deleted person's errand");
+    const { reminderDeliver } = testWorkflows().functions;
+    const claimed = await new InngestTestEngine({ function: reminderDeliver }).executeStep("claim", {
+      events: [reminderEvent(person.id, eventId, at)],
+      steps: elapsed(),
+    });
+    expect(claimed.result).toEqual({ claimed: true, reachable: true });
+    await deletePerson(testDb(), person.id);
+    const { result, error, ctx } = await runOnce(reminderDeliver, reminderEvent(person.id, eventId, at), {
+      steps: [...elapsed(), { id: "claim", handler: () => ({ claimed: true, reachable: true }) }],
+    });
+    expect(error).toBeUndefined();
+    expect(result).toEqual({ delivered: false, reason: "removed before it was sent" });
+    expect(stepsRun(ctx)).not.toContain("mark-delivered");
+    expect(await sentTexts(person.chatId!)).toEqual([]);
   });
 
   it("marks the reminder undeliverable when the person has no Telegram chat", async () => {

@@ -4,12 +4,30 @@
 import { useAgentChat } from "@cloudflare/ai-chat/react";
 import type { UIMessage } from "ai";
 import { useAgent } from "agents/react";
-import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import { type ComponentType, type FormEvent, type KeyboardEvent, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from "react";
 import { activityOf, channelKindOf, type MessageMetadata } from "./chat-parts";
 import { channelName, formatFull, formatWhen } from "./format";
 import { Link } from "./router";
 
 type Connection = "connecting" | "open" | "lost";
+
+/** Text exactly as it was typed: a person's own messages, and a reply until the Markdown renderer is here. */
+function TypedText({ text }: { text: string }): ReactNode {
+  return <p className="typed">{text}</p>;
+}
+
+// The Markdown renderer is a chunk of its own (react-markdown and its parser would put the chat page's
+// first load over its budget, ops/web-bundle.ts). It is fetched as soon as the chat page is, alongside the
+// socket's history, so it is normally there before the first reply; until then, and for good if the chunk
+// cannot be fetched, a reply shows as plain text rather than not at all.
+const loadMarkdown = () => import("./markdown");
+void loadMarkdown().catch(() => {});
+const Markdown = lazy<ComponentType<{ text: string; streaming: boolean }>>(() =>
+  loadMarkdown().then(
+    (m) => ({ default: m.Markdown }),
+    () => ({ default: TypedText }),
+  ),
+);
 
 /**
  * When each message was first seen here. Messages already in the history at the first render keep
@@ -21,6 +39,16 @@ function useArrivalTimes(messages: readonly UIMessage[]): Map<string, string> {
   if (times.current === null) times.current = new Map(messages.map((m) => [m.id, ""]));
   for (const message of messages) if (!times.current.has(message.id)) times.current.set(message.id, new Date().toISOString());
   return times.current;
+}
+
+/** One text part: a person's words as they typed them (Markdown characters included), the assistant's as Markdown. */
+function TextPart({ text, mine, streaming }: { text: string; mine: boolean; streaming: boolean }): ReactNode {
+  if (mine) return <TypedText text={text} />;
+  return (
+    <Suspense fallback={<TypedText text={text} />}>
+      <Markdown text={text} streaming={streaming} />
+    </Suspense>
+  );
 }
 
 function MessageLabel({ who, channel, at, timeZone }: { who: string; channel: string | null; at: string | null; timeZone: string }) {
@@ -45,11 +73,14 @@ function Message({
   index,
   arrived,
   timeZone,
+  streaming,
 }: {
   messages: readonly UIMessage[];
   index: number;
   arrived: Map<string, string>;
   timeZone: string;
+  /** The reply is still arriving: its text parts may end half-written. */
+  streaming: boolean;
 }) {
   const message = messages[index]!;
   const metadata = message.metadata as MessageMetadata | undefined;
@@ -60,8 +91,9 @@ function Message({
     <article className={`message ${message.role}`} data-role={message.role} aria-label={message.role === "user" ? "From you" : "From Soma"}>
       <MessageLabel who={message.role === "user" ? "You" : "Soma"} channel={channel} at={at} timeZone={timeZone} />
       {message.parts.map((part, i) => {
-        // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; a message's parts only grow at the end, so the index is stable.
-        if (part.type === "text") return <p key={i}>{part.text}</p>;
+        if (part.type === "text")
+          // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; a message's parts only grow at the end, so the index is stable.
+          return <TextPart key={i} text={part.text} mine={message.role === "user"} streaming={streaming && part.state !== "done"} />;
         const activity = activityOf(part);
         if (!activity || !("toolCallId" in part)) return null;
         return activity.to ? (
@@ -86,7 +118,8 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
     onOpen: () => setConnection("open"),
     onClose: () => setConnection("lost"),
   });
-  const { messages, sendMessage, status, error } = useAgentChat({ agent });
+  // isStreaming also covers a reply streaming from the server to a turn this page did not start (Telegram).
+  const { messages, sendMessage, status, error, isStreaming } = useAgentChat({ agent });
   const arrived = useArrivalTimes(messages);
   const [draft, setDraft] = useState("");
   const end = useRef<HTMLDivElement>(null);
@@ -132,7 +165,14 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
           </p>
         )}
         {messages.map((message, index) => (
-          <Message key={message.id} messages={messages} index={index} arrived={arrived} timeZone={timeZone} />
+          <Message
+            key={message.id}
+            messages={messages}
+            index={index}
+            arrived={arrived}
+            timeZone={timeZone}
+            streaming={(isStreaming || status === "submitted") && index === messages.length - 1 && message.role === "assistant"}
+          />
         ))}
         {status === "submitted" && (
           <p className="muted typing" role="status">

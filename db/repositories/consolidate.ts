@@ -4,6 +4,12 @@
 // gaps, its relations and events point at the survivor, and its source is listed on the survivor
 // (the sources rows themselves are never touched). Different things with similar names — "Dune" and
 // "Dune Messiah", "Rocky II" and "Rocky III" — stay apart.
+//
+// The work per person is bounded whatever they hold (issue 19, finding 2): at most MERGE_RECENT_LIMIT
+// recently touched entities are compared a night, each with at most MERGE_NEIGHBOURS of its most alike
+// older names (found through the per-person trigram index), and every statement of that person's
+// transaction gives up after MERGE_STATEMENT_TIMEOUT_MS. "Recently touched" ends now: a row dated in the
+// future (an import's clock, a bad row) is not recent, or it would crowd out the real ones every night.
 import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 
@@ -11,11 +17,16 @@ import { sqlRows, type Tx } from "../database";
 const MERGE_SIMILARITY = 0.75;
 /** …and, when both have embeddings, the cosine similarity they must also reach. */
 const MERGE_COSINE = 0.9;
+/** Recently touched entities compared per person a night, the most recent first. */
+export const MERGE_RECENT_LIMIT = 200;
+/** Older entities each one is compared with: its most alike names of the same type. */
+export const MERGE_NEIGHBOURS = 5;
+/** Longest any one statement of a person's consolidation may run (set for their transaction only). */
+export const MERGE_STATEMENT_TIMEOUT_MS = 5_000;
 
 interface Pair {
   keep_id: string;
   drop_id: string;
-  type: string;
   keep_name: string;
   drop_name: string;
   similarity: number;
@@ -25,25 +36,45 @@ interface Pair {
 export interface Merge {
   keptId: string;
   mergedId: string;
-  type: string;
-  kept: string;
-  merged: string;
 }
 
-/** Merges near-duplicates among entities touched since `since` (against all of the person's entities). */
-export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): Promise<Merge[]> {
+export interface Consolidation {
+  merges: Merge[];
+  /** Candidate pairs compared: at most MERGE_RECENT_LIMIT × MERGE_NEIGHBOURS. */
+  compared: number;
+}
+
+/**
+ * Merges near-duplicates among the entities touched between `since` and `until` (against all of the
+ * person's entities), within the bounds above. Run in the person's own Database.withUser transaction.
+ */
+export async function mergeNearDuplicates(tx: Tx, userId: string, window: { since: Date; until: Date }): Promise<Consolidation> {
+  await tx.execute(sql`select set_config('statement_timeout', ${`${MERGE_STATEMENT_TIMEOUT_MS}ms`}, true)`);
+  // search_name is the name with accents folded: what the per-person trigram index holds (the `%`
+  // operator reaches it under row-level security because it is marked leakproof, db/sql/0400_planner.sql).
   const pairs = await sqlRows<Pair>(
     tx,
     sql`
-    select a.id as keep_id, b.id as drop_id, b.type, a.name as keep_name, b.name as drop_name,
-           similarity(a.normalized_name, b.normalized_name) as similarity,
+    with recent as (
+      select id, type, name, search_name, embedding, created_at from entities
+      where user_id = ${userId} and status = 'active'
+        and updated_at >= ${window.since.toISOString()} and updated_at <= ${window.until.toISOString()}
+      order by updated_at desc, id
+      limit ${MERGE_RECENT_LIMIT}
+    )
+    select a.id as keep_id, b.id as drop_id, a.name as keep_name, b.name as drop_name, a.similarity,
            case when a.embedding is not null and b.embedding is not null then 1 - (a.embedding <=> b.embedding) end as cosine
-    from entities b
-    join entities a on a.user_id = b.user_id and a.type = b.type and a.status = 'active' and a.id <> b.id
-                   and a.normalized_name % b.normalized_name
-                   and (a.created_at, a.id) < (b.created_at, b.id)
-    where b.user_id = ${userId} and b.status = 'active' and b.updated_at >= ${since.toISOString()}
-    order by b.created_at, similarity desc`,
+    from recent b
+    cross join lateral (
+      select c.id, c.name, c.embedding, similarity(c.search_name, b.search_name) as similarity
+      from entities c
+      where c.user_id = ${userId} and c.type = b.type and c.status = 'active' and c.id <> b.id
+        and c.search_name % b.search_name
+        and (c.created_at, c.id) < (b.created_at, b.id)
+      order by similarity(c.search_name, b.search_name) desc, c.created_at, c.id
+      limit ${MERGE_NEIGHBOURS}
+    ) a
+    order by b.created_at, b.id, a.similarity desc`,
   );
 
   const merges: Merge[] = [];
@@ -52,9 +83,9 @@ export async function mergeNearDuplicates(tx: Tx, userId: string, since: Date): 
     if (gone.has(pair.keep_id) || gone.has(pair.drop_id) || !sameThing(pair)) continue;
     await mergeInto(tx, pair.keep_id, pair.drop_id);
     gone.add(pair.drop_id);
-    merges.push({ keptId: pair.keep_id, mergedId: pair.drop_id, type: pair.type, kept: pair.keep_name, merged: pair.drop_name });
+    merges.push({ keptId: pair.keep_id, mergedId: pair.drop_id });
   }
-  return merges;
+  return { merges, compared: pairs.length };
 }
 
 /** Whether two similar names of one type name the same thing. */

@@ -5,22 +5,36 @@
 // night or a few (a night the embedder is down merges all the same); on memory/imported (an import
 // stores no embeddings) all of that person's, EMBED_BATCH a step (a failure is retried by Inngest), and
 // then merges that person's entities as a night would.
+//
+// Each person is consolidated on their own (issue 19, finding 2): a failure — their merge timing out on
+// pathological data, a row the store refuses — is logged with their id and counted, and everyone else
+// in that step and in later ones is still embedded and merged (deps.ts, forOnePerson); only an outage
+// fails a step, for Inngest to retry, and every part of the work is idempotent. The work per person is
+// bounded (db/repositories/consolidate.ts). What Inngest keeps is counts: never a memory's name.
 import { mergeNearDuplicates } from "../../../db/repositories/consolidate";
 import { everyone } from "../../../db/repositories/digest";
 import { missingEmbeddings, storeEmbeddings } from "../../../db/repositories/embeddings";
 import type { InngestClient } from "../client";
-import { chunks, type WorkflowDeps } from "../deps";
+import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
 import { memoryImported } from "../events";
 
 /** Entities touched in this window are compared (a night's window plus a day of overlap). */
 const LOOKBACK_MS = 2 * 86_400_000;
-const PEOPLE_PER_STEP = 50;
+/** People consolidated per step. */
+export const CONSOLIDATE_PEOPLE_PER_STEP = 50;
 /** Texts per embedder call, and per step of an import's backfill. */
 export const EMBED_BATCH = 100;
 /** An import's backfill stops here (20,000 memories); the nightly runs embed whatever is left. */
 const IMPORT_EMBED_STEPS = 200;
 /** Memories embedded per person a night (a bounded cost per person inside a step of fifty). */
 export const NIGHTLY_EMBED_LIMIT = 200;
+
+interface Tally {
+  embedded: number;
+  merged: number;
+  compared: number;
+  failed: number;
+}
 
 export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
@@ -35,9 +49,8 @@ export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
       retries: 3,
     },
     async ({ event, step }) => {
-      const since = new Date(deps.now().getTime() - LOOKBACK_MS);
-      const merge = async (userId: string) =>
-        (await deps.db.withUser(userId, (tx) => mergeNearDuplicates(tx, userId, since))).map((m) => ({ userId, ...m }));
+      const now = deps.now();
+      const window = { since: new Date(now.getTime() - LOOKBACK_MS), until: now };
 
       if (event.name === memoryImported.name) {
         const { userId } = event.data; // validated against memoryImported by the SDK (EventValidationError, not retried)
@@ -47,39 +60,74 @@ export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
           embedded += batch.stored;
           if (batch.found < EMBED_BATCH) break;
         }
-        const merged = await step.run("merge", () => merge(userId));
-        return { people: 1, embedded, merged };
+        const merge = await step.run("merge", async () => {
+          const one = await forOnePerson(deps, "memory-consolidate", userId, () => mergePerson(deps, userId, window));
+          return one.ok ? { ...one.value, failed: 0 } : { merged: 0, compared: 0, failed: 1 };
+        });
+        const { failed, ...counts } = merge;
+        return { people: 1, embedded, ...counts, ...(failed ? { failed } : {}) };
       }
 
       const people = await step.run("people", () => deps.db.withSystem((tx) => everyone(tx)));
-      let embedded = 0;
+      const total: Tally = { embedded: 0, merged: 0, compared: 0, failed: 0 };
       let embedderUnavailable = false;
-      const merges = [];
-      for (const [i, batch] of chunks(people, PEOPLE_PER_STEP).entries()) {
+      for (const [i, batch] of chunks(people, CONSOLIDATE_PEOPLE_PER_STEP).entries()) {
         const done = await step.run(`merge-${i}`, async () => {
-          let embeddedHere = 0;
-          let unavailable = false;
-          const merged = [];
+          const tally: Tally = { embedded: 0, merged: 0, compared: 0, failed: 0 };
+          const embedder = { available: true };
           for (const userId of batch) {
-            // Embedded first: the merge then compares the new embeddings too. An embedder that is down
-            // does not hold the night's merges up: the rest waits for the next night.
-            if (!unavailable) {
-              try {
-                embeddedHere += (await embedMissing(deps, userId, NIGHTLY_EMBED_LIMIT)).stored;
-              } catch {
-                unavailable = true;
-              }
+            const one = await forOnePerson(deps, "memory-consolidate", userId, () => consolidatePerson(deps, userId, window, embedder));
+            if (!one.ok) {
+              tally.failed++;
+              continue;
             }
-            merged.push(...(await merge(userId)));
+            tally.embedded += one.value.embedded;
+            tally.merged += one.value.merged;
+            tally.compared += one.value.compared;
           }
-          return { embedded: embeddedHere, embedderUnavailable: unavailable, merged };
+          return { ...tally, embedderUnavailable: !embedder.available };
         });
-        embedded += done.embedded;
+        for (const key of ["embedded", "merged", "compared", "failed"] as const) total[key] += done[key];
         embedderUnavailable ||= done.embedderUnavailable;
-        merges.push(...done.merged);
       }
-      return { people: people.length, embedded, ...(embedderUnavailable ? { embedderUnavailable } : {}), merged: merges };
+      const { failed, ...counts } = total;
+      return { people: people.length, ...counts, ...(failed ? { failed } : {}), ...(embedderUnavailable ? { embedderUnavailable } : {}) };
     },
+  );
+}
+
+/** One person's night: their missing embeddings (while the embedder answers), then their merges. */
+async function consolidatePerson(
+  deps: WorkflowDeps,
+  userId: string,
+  window: { since: Date; until: Date },
+  embedder: { available: boolean },
+): Promise<{ embedded: number; merged: number; compared: number }> {
+  let embedded = 0;
+  // Embedded first: the merge then compares the new embeddings too.
+  if (embedder.available) {
+    try {
+      embedded = (await embedMissing(deps, userId, NIGHTLY_EMBED_LIMIT)).stored;
+    } catch (error) {
+      // An embedder that is down does not hold the night's merges up: the rest waits for the next
+      // night. One that still answers failed on this person's rows: their failure, not everyone's.
+      if (await embedderAnswers(deps)) throw error;
+      embedder.available = false;
+    }
+  }
+  return { embedded, ...(await mergePerson(deps, userId, window)) };
+}
+
+async function mergePerson(deps: WorkflowDeps, userId: string, window: { since: Date; until: Date }) {
+  const { merges, compared } = await deps.db.withUser(userId, (tx) => mergeNearDuplicates(tx, userId, window));
+  return { merged: merges.length, compared };
+}
+
+/** Whether the embedder answers at all (one short text). */
+async function embedderAnswers(deps: WorkflowDeps): Promise<boolean> {
+  return deps.embedder.embed(["consolidation"]).then(
+    (vectors) => vectors.length === 1,
+    () => false,
   );
 }
 

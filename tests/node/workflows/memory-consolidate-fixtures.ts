@@ -7,10 +7,16 @@ import { localEmbedder } from "../../../agents/integrations/model/embeddings";
 import { captureEntity, recordSource } from "../../../db/repositories/memory";
 import { runOnce, testDb, testWorkflows } from "./harness";
 
+/** What a run returns: counts only (which entities were merged is read from Postgres, under RLS). */
 export interface MergeOutput {
   people: number;
   embedded: number;
-  merged: Array<{ userId: string; keptId: string; mergedId: string; type: string; kept: string; merged: string }>;
+  merged: number;
+  /** Candidate pairs compared (bounded per person). */
+  compared: number;
+  /** People whose consolidation failed (logged with their id). */
+  failed?: number;
+  embedderUnavailable?: boolean;
 }
 
 /** The embedding memory_capture stores for an entity (agents/turn/tools/memory-tools.ts), from the workflows' embedder. */

@@ -1,6 +1,7 @@
 // memory-consolidate with @inngest/test, merging: near-duplicate entities merged into the older one on
 // the test Postgres, under RLS (alias, properties, sources, edges and events follow), different things
 // with similar names kept apart, nothing merged twice or across people or outside the lookback window.
+// A run returns counts only, so what was merged is read back from Postgres.
 // Postgres is shared with test files running in parallel, so full runs have their "people" step
 // mocked to this test's people (a real run would merge other files' entities under their feet) and
 // the real listing is checked alone with executeStep. Missing embeddings: memory-consolidate-embeddings.test.ts.
@@ -63,11 +64,7 @@ describe("memory-consolidate", () => {
     )) as unknown as Array<{ id: string }>;
 
     const { output } = await consolidate([person.id]);
-    expect(output).toEqual({
-      people: 1,
-      embedded: 0,
-      merged: [{ userId: person.id, keptId: hobbit.id, mergedId: dup.id, type: "book", kept: "The Hobbit", merged: "Hobbit" }],
-    });
+    expect(output).toMatchObject({ people: 1, embedded: 0, merged: 1 });
 
     const rows = await entitiesOf(person.id);
     expect(names(rows)).toEqual(["book:The Hobbit", "person:J.R.R. Tolkien", "place:The Shire"]);
@@ -119,7 +116,8 @@ describe("memory-consolidate", () => {
 
     const { output } = await consolidate([person.id]);
     const rows = await entitiesOf(person.id);
-    expect(output.merged.map((m) => `${m.type}:${m.merged}→${m.kept}`)).toEqual(["movie:The Dune→Dune"]);
+    expect(output.merged).toBe(1);
+    expect(rows.find((r) => r.type === "movie" && r.name === "Dune")?.properties).toMatchObject({ aliases: ["The Dune"] });
     expect(names(rows)).toEqual([
       "book:Dune",
       "book:Dune Messiah",
@@ -155,13 +153,13 @@ describe("memory-consolidate", () => {
     await capture(person.id, "person", "Katharine Johnson");
 
     const { output } = await consolidate([person.id]);
-    expect(output.merged.map((m) => [m.kept, m.merged]).sort()).toEqual([
-      ["Fyodor Dostoevsky", "Fyodor Dostoyevsky"],
-      ["Gabriel García Márquez", "Gabriel Garcia Marquez"],
-      ["Harry Potter and the Philosopher's Stone", "Harry Potter and the Philosophers Stone"],
-    ]);
-    expect(new Set(output.merged.map((m) => m.keptId))).toEqual(new Set([dostoevsky.id, marquez.id, stone.id]));
-    expect(names(await entitiesOf(person.id))).toEqual([
+    expect(output.merged).toBe(3);
+    const rows = await entitiesOf(person.id);
+    const aliasesOf = (id: string) => rows.find((r) => r.id === id)?.properties.aliases;
+    expect(aliasesOf(dostoevsky.id)).toEqual(["Fyodor Dostoyevsky"]);
+    expect(aliasesOf(marquez.id)).toEqual(["Gabriel Garcia Marquez"]);
+    expect(aliasesOf(stone.id)).toEqual(["Harry Potter and the Philosophers Stone"]);
+    expect(names(rows)).toEqual([
       "book:Fellowship of the Rings",
       "book:Harry Potter and the Philosopher's Stone",
       "book:The Fellowship of the Ring",
@@ -176,21 +174,20 @@ describe("memory-consolidate", () => {
     const person = await newPerson();
     const hobbit = await capture(person.id, "book", "The Hobbit");
     const first = await capture(person.id, "book", "Hobbit");
-    expect((await consolidate([person.id])).output.merged).toHaveLength(1);
+    expect((await consolidate([person.id])).output.merged).toBe(1);
     const once = await entitiesOf(person.id);
 
     const again = await consolidate([person.id]);
-    expect(again.output).toEqual({ people: 1, embedded: 0, merged: [] });
+    expect(again.output).toMatchObject({ people: 1, embedded: 0, merged: 0 });
     expect(await entitiesOf(person.id)).toEqual(once);
 
     // "Hobbit" said again the next day is a new row (capture dedupes by name, not by alias)…
     const second = await capture(person.id, "book", "Hobbit");
     expect(second.id).not.toBe(first.id);
     const third = await consolidate([person.id]);
-    expect(third.output.merged).toEqual([
-      { userId: person.id, keptId: hobbit.id, mergedId: second.id, type: "book", kept: "The Hobbit", merged: "Hobbit" },
-    ]);
+    expect(third.output.merged).toBe(1);
     const [kept] = await entitiesOf(person.id);
+    expect(kept!.id).toBe(hobbit.id);
     // …and merging it again lists the alias once, and both of the merged sources.
     expect(kept!.properties).toEqual({ aliases: ["Hobbit"], mergedSources: [first.sourceId, second.sourceId] });
   });
@@ -224,11 +221,7 @@ describe("memory-consolidate", () => {
     const carolBefore = await entitiesOf(carol.id);
 
     const { output } = await consolidate([alice.id, bob.id]);
-    expect(output).toEqual({
-      people: 2,
-      embedded: 0,
-      merged: [{ userId: bob.id, keptId: bobsHobbit.id, mergedId: bobsDup.id, type: "book", kept: "The Hobbit", merged: "Hobbit" }],
-    });
+    expect(output).toMatchObject({ people: 2, embedded: 0, merged: 1 });
     expect(await entitiesOf(alice.id)).toEqual(aliceBefore);
     expect((await entitiesOf(alice.id)).map((r) => r.id).sort()).toEqual([alicesHobbit.id, alicesDune.id].sort());
     expect(await entitiesOf(carol.id)).toEqual(carolBefore);
@@ -243,7 +236,7 @@ describe("memory-consolidate", () => {
     await capture(person.id, "book", "Hobbit");
     // Three days on, neither was touched within the lookback window.
     const { output } = await consolidate([person.id], new Date(Date.now() + 3 * DAY));
-    expect(output.merged).toEqual([]);
+    expect(output).toMatchObject({ merged: 0, compared: 0 });
     expect(names(await entitiesOf(person.id))).toEqual(["book:Hobbit", "book:The Hobbit"]);
   });
 
@@ -262,11 +255,13 @@ describe("memory-consolidate", () => {
     const { result: output, ctx } = await runOnce(functions.memoryConsolidate, nightly, {
       steps: [{ id: "people", handler: () => [person.id] }],
     });
-    expect((output as MergeOutput).merged).toHaveLength(1);
+    expect((output as MergeOutput).merged).toBe(1);
     await deps.tracer.flush(); // the serve handler's per-request flush does not run under @inngest/test
     const trace = (await langfuseEvents()).filter((e) => e.type === "trace-create" && e.body.id === ctx.runId);
     expect(trace[0]?.body).toMatchObject({ name: "memory-consolidate", tags: ["workflow", "memory-consolidate"] });
     expect(trace[0]?.body.userId).toBeUndefined(); // a cron run is nobody's
-    expect(trace.some((t) => JSON.stringify(t.body.output ?? null).includes(`"mergedId"`))).toBe(true);
+    expect(trace.some((t) => JSON.stringify(t.body.output ?? null).includes(`"merged":1`))).toBe(true);
+    // Counts, never a name: nothing Inngest or Langfuse keeps of the run says what was merged.
+    expect(JSON.stringify(trace)).not.toMatch(/Hobbit/);
   });
 });

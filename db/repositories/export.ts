@@ -12,55 +12,19 @@
 // emits memory/imported, and memory-consolidate embeds the new memories (until then they are found by
 // their words).
 //
-// What one file may do is bounded (issue 19), and a file past a bound is refused whole, before its
-// rows are committed: IMPORT_CAPS, and no recorded time after now (a row dated 2099 would stay the
-// newest forever: created, updated and told times after the import are stored as the import's time;
-// when something happened or falls due — a reminder's time — may be in the future).
+// What one file may do is bounded (issue 19): a file past one of IMPORT_CAPS (./import-caps.ts) is
+// refused whole, before its rows are committed; and no recorded time lies after now (a row dated 2099
+// would stay the newest forever): created, updated and told times after the import are stored as the
+// import's time, while when something happened or falls due — a reminder's time — may be in the future.
 import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { LONE_SURROGATE } from "../clean-text";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-format";
 import { edges, entities, events, facts, sources, users } from "../schema";
 import { normalizeName } from "./memory";
+import { checkAccountCaps, checkFileRows } from "./import-caps";
 import { SHOWN_LIST } from "./reminders";
 import { iso } from "../timestamps";
-
-/**
- * What one import may add, and what it may bring an account to:
- * - rows: 5,000 in one file (sources, entities, facts, relations and events together), about a year of
- *   daily use; a realistic file of that many fits the import's 4 MB (worker/routes/export.ts). Each
- *   memory it adds is embedded afterwards.
- * - memories: 20,000 entities and facts in an account, which memory-consolidate's backfill after an
- *   import embeds in full (200 steps of 100). Refused only when the import adds some.
- * - futureReminders: 100 reminders still to come in an account, each a Telegram message when it falls
- *   due (five minutes of the chat budget should they all fall due at once). Refused only when the
- *   import adds some, so a file re-imported with fresh ids cannot schedule past it.
- */
-export const IMPORT_CAPS = { rows: 5_000, memories: 20_000, futureReminders: 100 } as const;
-
-/** A file past one of IMPORT_CAPS: which, its limit and the number the file would have made. */
-export class ImportCapError extends Error {
-  constructor(
-    readonly cap: keyof typeof IMPORT_CAPS,
-    readonly count: number,
-  ) {
-    super(capMessage(cap, count));
-    this.name = "ImportCapError";
-  }
-}
-
-function capMessage(cap: keyof typeof IMPORT_CAPS, count: number): string {
-  const n = (value: number) => value.toLocaleString("en-US");
-  const limit = n(IMPORT_CAPS[cap]);
-  switch (cap) {
-    case "rows":
-      return `This file holds ${n(count)} rows (sources, memories, facts, relations and events); an import takes at most ${limit}.`;
-    case "memories":
-      return `This import would bring your memory to ${n(count)} memories and facts; an account holds at most ${limit}.`;
-    case "futureReminders":
-      return `This import would leave you ${n(count)} reminders still to come; an account has at most ${limit}.`;
-  }
-}
 
 /** The rows of an export (the conversation lives in the agent, not in Postgres). */
 export type MemoryExport = Omit<SomaExportV1, "conversation">;
@@ -172,8 +136,7 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
 
 /** Loads an export file's rows into the person's memory (see the file comment); returns what it added. */
 export async function importMemory(tx: Tx, userId: string, input: MemoryExport, now = new Date()): Promise<ImportOutcome> {
-  const rows = input.sources.length + input.entities.length + input.facts.length + input.edges.length + input.events.length;
-  if (rows > IMPORT_CAPS.rows) throw new ImportCapError("rows", rows);
+  checkFileRows(input);
   const file = storable(input);
   const recorded = notAfter(now);
   const sourceIds = await importSources(tx, userId, file.sources, recorded);
@@ -287,29 +250,6 @@ export async function previewImport(tx: Tx, userId: string, input: MemoryExport,
   }
   if (!added) throw new Error("previewImport ended without counts");
   return added;
-}
-
-/**
- * After the rows went in, not yet committed: the account's memories and reminders still to come, counted
- * under row-level security (what the import added included) against IMPORT_CAPS. A cap is only checked
- * when the import added to it: a file that adds nothing new is never refused.
- */
-async function checkAccountCaps(tx: Tx, userId: string, added: { memories: number; futureReminders: number }, now: Date): Promise<void> {
-  if (added.memories > 0) {
-    const [row] = await sqlRows<{ n: number }>(
-      tx,
-      sql`select (select count(*) from entities where user_id = ${userId})::int + (select count(*) from facts where user_id = ${userId})::int as n`,
-    );
-    if (row && row.n > IMPORT_CAPS.memories) throw new ImportCapError("memories", row.n);
-  }
-  if (added.futureReminders > 0) {
-    const [row] = await sqlRows<{ n: number }>(
-      tx,
-      sql`select count(*)::int as n from events
-          where user_id = ${userId} and kind = 'reminder' and status = 'scheduled' and occurred_at > ${now.toISOString()}::timestamptz`,
-    );
-    if (row && row.n > IMPORT_CAPS.futureReminders) throw new ImportCapError("futureReminders", row.n);
-  }
 }
 
 /** A recorded time (created, updated, told) as an import stores it: never after `now`. */

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { UserAgent } from "../../agents/user-agent";
 import { sqlRows } from "../../db/database";
 import { FREE_FORM_LIMITS, SomaImport, type SomaExportV1 } from "../../db/export-format";
-import { IMPORT_CAPS } from "../../db/repositories/export";
+import { IMPORT_CAPS } from "../../db/repositories/import-caps";
 import { IMPORT_JSON_SHAPE, MAX_IMPORT_BYTES } from "../../worker/routes/export";
 import { newPerson, sessionCookie, testDatabase } from "./helpers";
 import { importAs, rowCounts } from "./memory-files";

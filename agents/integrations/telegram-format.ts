@@ -277,5 +277,7 @@ function closeTag(tag: Tag): string {
 
 /** Telegram's HTML needs `<`, `>` and `&` escaped in text, and `"` too inside an attribute. */
 function escapeHtml(text: string, attribute = false): string {
-  return text.replace(attribute ? /[&<>"]/g : /[&<>]/g, (ch) => (ch === "&" ? "&amp;" : ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : "&quot;"));
+  return text.replace(attribute ? /[&<>"]/g : /[&<>]/g, (ch) =>
+    ch === "&" ? "&amp;" : ch === "<" ? "&lt;" : ch === ">" ? "&gt;" : "&quot;",
+  );
 }

@@ -15,7 +15,7 @@ import canonicalize from "canonicalize";
 import { hmacKey } from "./signature";
 
 /** Inngest's window (the SDK's RequestSignature.hasExpired): five minutes either side of now. */
-export const SIGNATURE_WINDOW_MS = 5 * 60 * 1000;
+const SIGNATURE_WINDOW_MS = 5 * 60 * 1000;
 
 /** Why a signature header was refused before the body was read. */
 export type HeaderRefusal = "missing" | "malformed" | "expired";

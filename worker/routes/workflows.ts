@@ -34,15 +34,14 @@ const MAX_RUN_BYTES = 4 * 1024 * 1024 + 64 * 1024;
 const MAX_SYNC_BYTES = 64 * 1024;
 const SYNC_SHAPE: JsonShapeLimits = DEFAULT_JSON_SHAPE;
 /**
- * A run request's shape. Its values are mostly the memoized step outputs: a function has at most 1000
- * steps (Inngest's limit), and ours return a few values each (counts, ids, a step's summary), with the
- * {type, data} Inngest wraps them in about 20 at most: ≤ 20,000. What grows with the number of people
- * is the one step of a cron run that lists them: memory-consolidate's `people` (one id each; its 1000
- * steps of 50 people stop it at 50,000 people), morning-brief-cron's and weekly-review's (5 values per
- * person at that local hour). 200,000 values hold all of that for 30,000 people at one local hour, and
- * parse into ~13 MB of V8 heap (64 bytes a value, measured with JSON.parse of empty objects and of
- * UUID strings), so three at once fit in an isolate. Nesting: the deepest real payload (a step's merge
- * list inside steps inside the body) is under 10 levels.
+ * A run request's shape. Its values are mostly the memoized step outputs: at most 1000 steps a function
+ * (Inngest's limit), ours returning a few values each (counts, ids, outcomes), wrapped by Inngest in
+ * {type, data}: ≤ 20 values a step, 20,000 a run. What grows with the number of people is the one step
+ * of a cron run that lists them: memory-consolidate's `people` (one value a person; past ~100,000 ids
+ * the body passes 4 MiB and Inngest sends use_api instead), morning-brief-cron's and weekly-review's
+ * (5 values a person at that local hour: 36,000 such people fit). 200,000 values parse into ~13 MB of
+ * V8 heap (64 bytes a value, measured with JSON.parse of empty objects and of UUID strings), so three
+ * at once fit in an isolate's 128 MB. Nesting: the deepest real payload is under 10 levels.
  */
 const RUN_SHAPE: JsonShapeLimits = { maxDepth: 32, maxNodes: 200_000 };
 

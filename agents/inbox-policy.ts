@@ -40,6 +40,8 @@ export interface DeadLetter {
   key: string;
   origin: "webhook" | "inbox";
   personId: string | null;
+  /** The sender's Telegram id: how account deletion finds a letter written before anyone knew whose it was. */
+  senderId: number | null;
   updateId: number | null;
   chatId: number | null;
   text: string;

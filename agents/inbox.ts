@@ -144,7 +144,8 @@ function ownReply(item: InboxItem, welcome: string): string | null {
 /** An item set aside as dead, as operators find it among the dead letters (agents/dead-letters.ts). */
 export function deadLetterOf(personId: string, item: InboxItem, error: string): Omit<DeadLetter, "firstAt" | "lastAt" | "origin"> {
   const { chat_id: chatId, text, attempts } = item;
-  return { key: `${personId}:${item.id}`, personId, updateId: updateIdOf(item.id), chatId, text, error, attempts };
+  // The inbox takes private chats only, whose id is the sender's Telegram id.
+  return { key: `${personId}:${item.id}`, personId, senderId: chatId, updateId: updateIdOf(item.id), chatId, text, error, attempts };
 }
 
 /** The provenance of an item's message (what the turn that answers it writes is recorded under). */

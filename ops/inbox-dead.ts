@@ -10,6 +10,8 @@ interface DeadLetterView {
   key: string;
   origin: "webhook" | "inbox";
   personId: string | null;
+  /** The sender's Telegram id (absent from a Soma older than issue 19). */
+  senderId?: number | null;
   updateId: number | null;
   error: string;
   attempts: number;
@@ -46,7 +48,7 @@ export function formatDeadLetters(letters: DeadLetterView[]): string {
     new Date(l.lastAt).toISOString(),
     l.origin,
     l.updateId === null ? "-" : String(l.updateId),
-    l.personId ?? "-",
+    l.personId ?? (l.senderId ? `telegram:${l.senderId}` : "-"),
     String(l.attempts),
     `${JSON.stringify(l.textPreview)} (${l.textLength} chars)`,
     l.error,

@@ -28,6 +28,14 @@ export async function accountLinks(db: Database, userId: string): Promise<{ tele
   return row ?? null;
 }
 
+/** The person's Telegram user id, as auth.users (the row of record) says; null when none is linked or there is no such person. */
+export async function telegramUserIdOf(db: Database, userId: string): Promise<number | null> {
+  const [row] = await db.withAuth((tx) =>
+    tx.select({ telegramUserId: authUsers.telegramUserId }).from(authUsers).where(eq(authUsers.id, userId)),
+  );
+  return row?.telegramUserId ?? null;
+}
+
 /** The person's name and timezone, as their own users row says (a Database.withUser transaction). */
 export async function profileOf(tx: Tx): Promise<{ displayName: string; timezone: string } | null> {
   const [row] = await tx.select({ displayName: users.displayName, timezone: users.timezone }).from(users).limit(1);

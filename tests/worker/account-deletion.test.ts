@@ -1,12 +1,14 @@
 // Guards "deleting your account removes it, and nothing brings it back by itself": the rows go (with a
 // tombstone per sign-in identity for a day), no way in — a redelivered Telegram update, Google sign-in —
 // recreates the person meanwhile, only a /start sent after the deletion begins afresh, and the Google
-// grant, Gmail watch, Langfuse traces and PostHog person are asked to go, with deadlines, after the rows.
+// grant, Gmail watch, Langfuse traces and PostHog person are asked to go, with deadlines, after the rows;
+// the dead letters holding their words go too, found by their id and by their Telegram id.
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../platform/config";
 import { WELCOME } from "../../agents/commands/index";
+import { deadLetters, MAX_STORE_ATTEMPTS } from "../../agents/dead-letters";
 import { prepareOutsideErasure } from "../../agents/integrations/outside-erasure";
 import { deletePerson } from "../../db/repositories/auth";
 import { saveConnection } from "../../db/repositories/connections";
@@ -128,6 +130,49 @@ describe("finding 8: account deletion — nothing recreates the person, outside 
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await people(sql`telegram_user_id = ${chatId}`)).toEqual([]);
     expect(await botReplies(chatId)).toEqual([WELCOME]);
+  });
+
+  it("deletes the dead letters that hold the person's words: the agent's, and the webhook's that only know their Telegram id", async () => {
+    const chatId = newChatId();
+    const other = newChatId();
+    await telegramMessage(chatId, "/start");
+    await waitForReplies(chatId, 1);
+    const [personId] = await people(sql`telegram_user_id = ${chatId}`);
+    const letters = deadLetters(env);
+    // Updates that could not be stored (before anyone knew whose they were), and one the agent set aside.
+    const webhookLetter = (updateId: number, sender: number) => ({
+      key: `webhook:${updateId}`,
+      personId: null,
+      senderId: sender,
+      updateId,
+      chatId: sender,
+      text: "my private words",
+      error: "TypeError: for the test",
+    });
+    const mine = ++nextUpdate;
+    const theirs = ++nextUpdate;
+    for (let attempt = 0; attempt < MAX_STORE_ATTEMPTS; attempt++) {
+      await letters.failedToStore(webhookLetter(mine, chatId));
+      await letters.failedToStore(webhookLetter(theirs, other));
+    }
+    await letters.add({
+      key: `${personId}:telegram:${mine}`,
+      personId: personId!,
+      senderId: chatId,
+      updateId: mine,
+      chatId,
+      text: "mine too",
+      error: "x",
+      attempts: 3,
+    });
+    const keys = async () => (await letters.list(1000)).map((l) => l.key);
+    expect(await keys()).toEqual(expect.arrayContaining([`webhook:${mine}`, `webhook:${theirs}`, `${personId}:telegram:${mine}`]));
+
+    expect((await deleteAccount(await sessionCookie({ id: personId!, displayName: "" }))).status).toBe(200);
+    const left = await keys();
+    expect(left).not.toContain(`webhook:${mine}`);
+    expect(left).not.toContain(`${personId}:telegram:${mine}`);
+    expect(left).toContain(`webhook:${theirs}`);
   });
 
   it("Google sign-in for a just-deleted account is refused with a 403 that says why, and creates nobody", async () => {

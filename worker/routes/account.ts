@@ -6,7 +6,9 @@
 //                        tombstone for each of the person's sign-in identities, so that no door can
 //                        create them again for a day (db/repositories/auth.ts); this isolate's cached
 //                        sender; the agent's own storage (eraseAll keeps one marker, so a message that
-//                        another isolate still routes there is refused); the person's dead letters.
+//                        another isolate still routes there is refused); the person's dead letters
+//                        (by their id, and by their Telegram id, read before the rows go: a webhook
+//                        letter may have been written before anyone knew whose it was).
 //                        Then, without holding up the answer, what outside services keep
 //                        (agents/integrations/outside-erasure.ts).
 // Rows first: should the agent's erasure fail, nothing of the account can be reached any more (no
@@ -16,7 +18,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { deletePerson } from "../../db/repositories/auth";
 import { connectedAccount } from "../../db/repositories/connections";
-import { accountLinks, setTimezone } from "../../db/repositories/people";
+import { accountLinks, setTimezone, telegramUserIdOf } from "../../db/repositories/people";
 import { resolveTimeZone } from "../../platform/local-time";
 import { forgetSender } from "../telegram/updates";
 import { deadLetters } from "../../agents/dead-letters";
@@ -61,12 +63,13 @@ export const account = new Hono<AppEnv>()
   .delete("/account", requireSession("reject"), requireSameOrigin, async (c) => {
     const userId = c.var.person.id;
     const eraseOutside = await prepareOutsideErasure(c.var.config, c.var.db, userId);
+    const telegramUserId = await telegramUserIdOf(c.var.db, userId);
     await deletePerson(c.var.db, userId);
     await endSession(c);
     forgetSender(userId);
     await eraseAgent(c.env, userId, c.var.requestId);
     // Messages of theirs set aside as dead letters go too.
-    await deadLetters(c.env).forgetPerson(userId);
+    await deadLetters(c.env).forgetPerson(userId, telegramUserId);
     c.executionCtx.waitUntil(eraseOutside());
     return c.json({ deleted: true });
   });

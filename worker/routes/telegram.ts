@@ -93,6 +93,8 @@ export const telegram = new Hono<AppEnv>().post(
       const { dead, attempts } = await deadLetters(c.env).failedToStore({
         key: `webhook:${update.update_id}`,
         personId: null,
+        // Whose words these are, for account deletion: no person may exist yet (storing is what failed).
+        senderId: message.from?.id ?? null,
         updateId: update.update_id,
         chatId: message.chat.id,
         text: message.text ?? message.caption ?? "",

@@ -18,6 +18,7 @@ interface DeadLetterView {
   key: string;
   origin: string;
   personId: string | null;
+  senderId: number | null;
   updateId: number | null;
   error: string;
   attempts: number;
@@ -57,7 +58,9 @@ describe("a poison update at the webhook", () => {
     for (let delivery = 0; delivery < MAX_STORE_ATTEMPTS + 2; delivery++) statuses.push((await post()).status);
     expect(statuses).toEqual([...Array(MAX_STORE_ATTEMPTS - 1).fill(500), 200, 200, 200]);
     const letter = (await deadLetters()).find((l) => l.key === `webhook:${updateId}`);
-    expect(letter).toMatchObject({ origin: "webhook", updateId, textPreview: "hello", textLength: 5 });
+    // No person yet (storing failed before the agent had it), but the sender's Telegram id: what an
+    // account deletion finds it by.
+    expect(letter).toMatchObject({ origin: "webhook", personId: null, senderId: chatId, updateId, textPreview: "hello", textLength: 5 });
     expect(letter!.attempts).toBeGreaterThanOrEqual(MAX_STORE_ATTEMPTS);
     expect(letter!.error).toMatch(/TypeError: Cannot read properties/);
     expect(await botCalls(chatId)).toEqual([]);
@@ -109,7 +112,7 @@ describe("a poison message in the inbox", () => {
     const replies = await waitForReplies(chatId, 2, 15_000);
     expect(replies).toEqual([APOLOGY, "Noted: Nightwood (book). I'll remember it."]);
     const letter = (await deadLetters()).find((l) => l.key === `${person.id}:telegram:${poison.update_id}`);
-    expect(letter).toMatchObject({ origin: "inbox", personId: person.id, updateId: poison.update_id, attempts: 3 });
+    expect(letter).toMatchObject({ origin: "inbox", personId: person.id, senderId: chatId, updateId: poison.update_id, attempts: 3 });
     expect(letter!.error).toMatch(/refuses this input/);
     // Kept in the conversation, with the apology after it, where the person can see it.
     const transcript = await runInDurableObject(agent, (instance: UserAgent) =>

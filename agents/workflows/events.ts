@@ -39,7 +39,11 @@ export function channelOf(event: TurnCompleted): Channel {
 export const mailNotificationReceived = eventType("mail/notification.received", {
   schema: z.object({
     userId,
-    emailAddress: z.string(),
+    /**
+     * The mailbox's address, as Pub/Sub named it: mail-ingest does not need it (the person's connection
+     * knows), and an address is the person's, so a sender should leave it out; accepted while sent.
+     */
+    emailAddress: z.string().optional(),
     historyId: z.string().regex(/^\d+$/),
   }),
 });

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../platform/config";
 import type { UserAgent } from "../../agents/user-agent";
 import { emitEvents } from "../../agents/workflows/client";
-import { channelOf, turnCompleted } from "../../agents/workflows/events";
+import { channelOf, mailNotificationReceived, turnCompleted } from "../../agents/workflows/events";
 import { chatAs, eventually, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { scriptedModel } from "./scripted-model";
 
@@ -105,6 +105,15 @@ describe("conversation/turn.completed", () => {
     expect((await check(turn)).issues).toBeDefined();
     expect((await check({ ...turn, surface: "email" })).issues).toBeDefined();
     expect((await check({ ...turn, channel: "email" })).issues).toBeDefined();
+  });
+});
+
+describe("mail/notification.received", () => {
+  it("needs no mailbox address (the person's connection knows it), and still accepts one sent with it", async () => {
+    const check = (data: unknown) => mailNotificationReceived.schema["~standard"].validate(data);
+    const note = { userId: crypto.randomUUID(), historyId: "12345" };
+    expect((await check(note)).issues).toBeUndefined();
+    expect((await check({ ...note, emailAddress: "someone@gmail.example" })).issues).toBeUndefined();
   });
 });
 

@@ -13,7 +13,7 @@ import {
   type UIMessageChunk,
 } from "ai";
 import type { Database } from "../../db/database";
-import { recordMessage, type SourceRef } from "../../db/repositories/memory";
+import { forgetUnusedMessage, recordMessage, type SourceRef } from "../../db/repositories/memory";
 import { profileOf } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 import { classifyFailure } from "../../platform/faults";
@@ -202,5 +202,7 @@ async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, tex
     return;
   }
   const event = turnCompleted.create({ userId, channel, source: message }, { id: `turn-${userId}-${source.externalId}` });
-  await emitEvents(config, event, { agent: userId });
+  if (await emitEvents(config, event, { agent: userId })) return;
+  // Nobody will read it: unless the turn's tools made something of it, the message's row goes again.
+  await turn.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, message)).catch(() => {});
 }

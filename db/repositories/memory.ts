@@ -64,6 +64,27 @@ export async function messageText(tx: Tx, userId: string, ref: { kind: string; e
 }
 
 /**
+ * Deletes a message's row once nothing came of it (no memory, fact, relation or event points at it):
+ * its words were needed only until fact-extract read them. A row something came from is provenance and
+ * stays. The references are checked in the same statement; a tool that records the message again
+ * afterwards simply makes a new row.
+ */
+export async function forgetUnusedMessage(tx: Tx, userId: string, ref: { kind: string; externalId: string }): Promise<boolean> {
+  const rows = await sqlRows<{ id: string }>(
+    tx,
+    sql`
+    delete from sources s
+    where s.user_id = ${userId} and s.kind = ${ref.kind} and s.external_id = ${ref.externalId}
+      and not exists (select 1 from entities e where e.user_id = ${userId} and e.source_id = s.id)
+      and not exists (select 1 from facts f where f.user_id = ${userId} and f.source_id = s.id)
+      and not exists (select 1 from events v where v.user_id = ${userId} and v.source_id = s.id)
+      and not exists (select 1 from edges r where r.user_id = ${userId} and r.source_id = s.id)
+    returning s.id`,
+  );
+  return rows.length > 0;
+}
+
+/**
  * Records a source only if it is new: its id for the first caller, null when (kind, external id) was
  * already recorded. The unique row is the claim that makes ingestion and deliveries happen once.
  */

@@ -7,9 +7,11 @@
 // from the person's `sources` row (under row-level security), asks the model, and records the facts,
 // and what Inngest keeps (the step's output, the result) is fact ids and outcomes. A person deleted
 // since the turn has no row left, and nothing happens. Extraction and recording are one step for that
-// reason; a retry asks the model again, and recordFact teaches nothing twice from one message.
+// reason; a retry asks the model again, and recordFact teaches nothing twice from one message. A
+// message nothing came of (no fact, no memory the turn's tools captured) is deleted once read: its words
+// were kept only for this, and a row per message would fill every export.
 import { recordFact } from "../../../db/repositories/facts";
-import { messageText, recordSource } from "../../../db/repositories/memory";
+import { forgetUnusedMessage, messageText, recordSource } from "../../../db/repositories/memory";
 import { profileOf } from "../../../db/repositories/people";
 import { zoneOrUtc } from "../../../platform/local-time";
 import { extractFacts, sinceInstant } from "../../fact-extraction";
@@ -48,7 +50,10 @@ async function extractAndRecord(deps: WorkflowDeps, turn: TurnCompleted, today: 
   if (!said) return [];
   // The model and the embedder are asked between transactions: none is held open while they answer.
   const claims = await extractFacts(deps.model, said.text, today);
-  if (claims.length === 0) return [];
+  if (claims.length === 0) {
+    await deps.db.withUser(turn.userId, (tx) => forgetUnusedMessage(tx, turn.userId, turn.source));
+    return [];
+  }
   const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
   return deps.db.withUser(turn.userId, async (tx) => {
     // The message's row (recorded by the turn, or here for an event that carried the words).

@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { deletePerson } from "../../../db/repositories/auth";
 import { correctFact } from "../../../db/repositories/facts";
-import { recordMessage } from "../../../db/repositories/memory";
+import { captureEntity, recordMessage, recordSource } from "../../../db/repositories/memory";
 import { keptWords, newPerson, runOnce, testDb, testWorkflows } from "./harness";
 
 /** What a turn does after its reply: the message recorded in Postgres, then the event naming it. */
@@ -143,6 +143,32 @@ describe("fact-extract", () => {
     ]);
     await runOnce(factExtract, await turn(person.id, "I moved to Lisbon."));
     expect((await since()).find((r) => r.current && r.statement === "Lives in Lisbon")?.happened_at).toBeNull();
+  });
+
+  it("drops the words of a message that taught nothing, and keeps those a fact or a memory came from", async () => {
+    const person = await newPerson();
+    const { factExtract } = testWorkflows().functions;
+    const rowOf = async (externalId: string) =>
+      (await testDb().withUser(person.id, (tx) =>
+        tx.execute(sql`select payload ->> 'text' as text from sources where external_id = ${externalId}`),
+      )) as unknown as Array<{ text: string }>;
+
+    const question = await turn(person.id, "which books did I read?");
+    await runOnce(factExtract, question);
+    expect(await rowOf(question.data.source.externalId)).toEqual([]);
+
+    const told = await turn(person.id, "I live in Berlin.");
+    await runOnce(factExtract, told);
+    expect(await rowOf(told.data.source.externalId)).toEqual([{ text: "I live in Berlin." }]);
+
+    // A memory the turn's tools captured from the message (no durable fact in it) keeps it as provenance.
+    const read = await turn(person.id, "I finished reading Dune.");
+    await testDb().withUser(person.id, async (tx) => {
+      const sourceId = await recordSource(tx, person.id, read.data.source);
+      await captureEntity(tx, person.id, { type: "book", name: "Dune", embedding: null, sourceId });
+    });
+    expect((await runOnce(factExtract, read)).result).toEqual({ facts: [] });
+    expect(await rowOf(read.data.source.externalId)).toEqual([{ text: "I finished reading Dune." }]);
   });
 
   it("does nothing for a message it cannot find, nor for a person deleted since the turn (their words went with them)", async () => {

@@ -22,7 +22,7 @@ export const MERGE_RECENT_LIMIT = 200;
 /** Older entities each one is compared with: its most alike names of the same type. */
 export const MERGE_NEIGHBOURS = 5;
 /** Longest any one statement of a person's consolidation may run (set for their transaction only). */
-export const MERGE_STATEMENT_TIMEOUT_MS = 5_000;
+const MERGE_STATEMENT_TIMEOUT_MS = 5_000;
 
 interface Pair {
   keep_id: string;
@@ -33,7 +33,7 @@ interface Pair {
   cosine: number | null;
 }
 
-export interface Merge {
+interface Merge {
   keptId: string;
   mergedId: string;
 }

@@ -158,7 +158,7 @@ export async function runOnce<Result = unknown>(
 }
 
 /** What Inngest keeps of a run besides its result: every step's output (the test engine's step state). */
-export async function stepOutputs(state: Record<string, Promise<unknown>>): Promise<unknown[]> {
+async function stepOutputs(state: Record<string, Promise<unknown>>): Promise<unknown[]> {
   return Promise.all(Object.values(state).map((output) => output.catch((error: unknown) => ({ error: String(error) }))));
 }
 

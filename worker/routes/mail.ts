@@ -99,7 +99,7 @@ export const mail = new Hono<AppEnv>().post(
     try {
       // Bounded like every outside call: past the deadline Pub/Sub redelivers (the event id dedupes).
       await withDeadline(
-        inngestClient(config).send(mailNotificationReceived.create({ userId, emailAddress, historyId }, { id: `gmail-push-${messageId}` })),
+        inngestClient(config).send(mailNotificationReceived.create({ userId, historyId }, { id: `gmail-push-${messageId}` })),
         SEND_DEADLINE_MS,
         "inngest",
       );

@@ -13,7 +13,7 @@ import type { DraftOutcome } from "./integrations/telegram-sender";
 /** Telegram shows "typing…" for about 5 s; it is renewed a little sooner while a turn runs. */
 const TYPING_EVERY_MS = 4_000;
 /** Between two draft frames: Telegram animates the change, and a chat takes about one edit a second. */
-export const DRAFT_INTERVAL_MS = 1_000;
+const DRAFT_INTERVAL_MS = 1_000;
 
 const TOOL_STATUS: Record<string, string> = {
   memory_recall: "Looking through your memories…",

@@ -8,7 +8,7 @@ import { z } from "zod";
 /** The largest image sent to the model (Telegram's own photos are at most 1280 px and ~300 KB). */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
-export const Attachment = z.discriminatedUnion("kind", [
+const Attachment = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("voice"),
     fileId: z.string().min(1).max(256),
@@ -24,7 +24,7 @@ export const Attachment = z.discriminatedUnion("kind", [
     bytes: z.number().int().nonnegative().optional(),
   }),
 ]);
-export type Attachment = z.infer<typeof Attachment>;
+type Attachment = z.infer<typeof Attachment>;
 
 /** Kinds of message Soma answers with a word of its own, without a model turn. */
 export const OTHER_KINDS = ["sticker", "animation", "location", "contact", "poll", "dice", "video", "document", "other"] as const;
@@ -158,6 +158,6 @@ export function otherKindReply(kind: OtherKind): string {
 }
 
 /** How a forwarded message reaches the model and the memory: marked as someone else's words. */
-export function forwardedText(from: string, text: string): string {
+function forwardedText(from: string, text: string): string {
   return `Forwarded from ${from}:\n${text}`;
 }

@@ -47,7 +47,9 @@ const INSTRUCTIONS = `${FACT_EXTRACTION_MARKER}
 You read one message a person sent to their assistant and list the durable facts it states about the
 person themselves: where they live, work, their relationships, preferences, health, habits, goals.
 Leave out passing events (what they did today), questions, requests, and anything about other people
-that is not a relationship to the person. Most messages contain no durable fact: then answer an empty list.`;
+that is not a relationship to the person. A message that begins "Forwarded from <someone>:" holds that
+someone's words, not the person's: list nothing from it unless the person adds that it is true of them.
+Most messages contain no durable fact: then answer an empty list.`;
 
 /** The durable facts in `text` (an empty list for most messages), said on `today` (YYYY-MM-DD). */
 export async function extractFacts(model: LanguageModel, text: string, today: string, abortSignal?: AbortSignal): Promise<ExtractedFact[]> {

@@ -1,6 +1,7 @@
 // What the inbox takes, what it tells a person, and how long it waits out an outage. Plain values (and
 // one zod schema), so Node-side tests and operator tools read the same texts the agent sends.
 import { z } from "zod";
+import { MessageExtras } from "./telegram-message";
 
 /** Sent at most once per message, when a reply is held up by an outage for NOTICE_AFTER_MS. */
 export const OUTAGE_NOTICE = "I'm having trouble reaching my memory, I'll answer as soon as I can.";
@@ -30,10 +31,12 @@ export const TelegramInput = z.object({
   text: z.string().max(MAX_TELEGRAM_TEXT_CHARS),
   /** The sender was created by this message: the reply starts with the welcome. */
   firstContact: z.boolean().default(false),
+  /** A voice note or photo to read, who a forward came from, or a kind answered without the model. */
+  extras: MessageExtras.optional(),
 });
 export type TelegramInput = z.input<typeof TelegramInput>;
 
-export const TEXT_ONLY = "I can only read text messages for now.";
+export const TEXT_ONLY = "I can read text, listen to voice notes and look at photos — that one I can't read yet.";
 
 /** What is kept of an update that could not be stored or a message set aside (agents/dead-letters.ts keeps them). */
 export interface DeadLetter {

@@ -28,7 +28,9 @@ import {
   TelegramInput,
   TEXT_ONLY,
 } from "./inbox-policy";
+import { createInboxTable } from "./inbox-schema";
 import type { ObjectSql } from "./object-sql";
+import { extrasOf, type MessageExtras, otherKindReply } from "./telegram-message";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
 
@@ -64,11 +66,12 @@ const GATHER_QUIET_MS = 100;
 const GATHER_MAX_MS = 1000;
 
 /**
- * What an item is answered with: text, or a document (a command's file, e.g. /export) with its caption.
- * A document is stored by name, not by content: the host renders it when it is sent (a whole export
- * does not belong in an inbox row), and it is delivered exactly like text, once.
+ * What an item is answered with: text as it is (a command's answer, a notice), the model's Markdown
+ * (sent formatted), or a document (a command's file, e.g. /export) with its caption. A document is
+ * stored by name, not by content: the host renders it when it is sent (a whole export does not belong
+ * in an inbox row), and it is delivered exactly like text, once.
  */
-export type Reply = string | { document: DocumentReply; caption: string };
+export type Reply = string | { markdown: string } | { document: DocumentReply; caption: string };
 export interface DocumentReply {
   kind: "export";
 }
@@ -82,6 +85,8 @@ type InboxState = "pending" | "replied" | "delivering" | "done" | "failed" | "de
 
 export interface InboxItem {
   id: string;
+  /** The update id: answered in this order. */
+  sort_key: number;
   kind: InboxKind;
   first_contact: number;
   chat_id: number;
@@ -91,6 +96,10 @@ export interface InboxItem {
   reply: string | null;
   /** The document of the reply (DocumentReply as JSON), whose caption `reply` is; null for text. */
   document: string | null;
+  /** "markdown" when `reply` is the model's Markdown (sent formatted); null for text sent as it is. */
+  format: string | null;
+  /** What the message holds besides text (MessageExtras as JSON: a voice note, a photo, a forward's sender…). */
+  extras: string | null;
   received_at: number;
   attempts: number;
   failures: number;
@@ -112,6 +121,8 @@ export interface NewItem {
   chatId: number;
   text: string;
   sourceRef: string;
+  /** MessageExtras as JSON, or null for plain text. */
+  extras: string | null;
 }
 
 /**
@@ -128,6 +139,7 @@ export function telegramItem(input: TelegramInput): NewItem {
     chatId: message.chatId,
     text: cleanText(message.text),
     sourceRef: JSON.stringify(source),
+    extras: message.extras && Object.keys(message.extras).length > 0 ? JSON.stringify(message.extras) : null,
   };
 }
 
@@ -136,7 +148,9 @@ export function telegramItem(input: TelegramInput): NewItem {
 function ownReply(item: InboxItem, welcome: string): string | null {
   if (item.kind === "notice") return RATE_NOTICE;
   if (item.kind === "welcome") return welcome;
-  if (!item.text.trim()) return TEXT_ONLY;
+  const extras = extrasOf(item.extras);
+  if (extras.other) return otherKindReply(extras.other);
+  if (!item.text.trim() && !extras.attachment) return TEXT_ONLY;
   if (item.text.length > MAX_MESSAGE_CHARS) return TOO_LONG;
   return null;
 }
@@ -158,6 +172,8 @@ export interface InboxHost {
   /** The reply to a message the inbox does not answer itself; throws when it cannot be answered now. Must honour `signal`. */
   answer(item: InboxItem, signal: AbortSignal): Promise<Reply>;
   send(chatId: number, text: string): Promise<void>;
+  /** Sends the model's Markdown, formatted. */
+  sendMarkdown(chatId: number, markdown: string): Promise<void>;
   sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void>;
   /** Best effort "typing…" in the chat. */
   typing(chatId: number): void;
@@ -184,41 +200,19 @@ export class Inbox {
   #lastArrival = 0;
 
   constructor(private readonly host: InboxHost) {
-    const { sql } = host;
-    sql`create table if not exists soma_inbox (
-      seq integer primary key autoincrement,
-      id text not null unique,
-      sort_key integer not null,
-      kind text not null default 'message',
-      first_contact integer not null default 0,
-      chat_id integer not null,
-      text text not null,
-      source_ref text not null,
-      state text not null default 'pending',
-      reply text,
-      received_at integer not null
-    )`;
-    // Columns added after the first release (existing agents keep their rows).
-    const have = new Set(sql<{ name: string }>`select name from pragma_table_info('soma_inbox')`.map((c) => c.name));
-    const column = (name: string, ddl: () => void) => {
-      if (!have.has(name)) ddl();
-    };
-    column("attempts", () => sql`alter table soma_inbox add column attempts integer not null default 0`);
-    column("failures", () => sql`alter table soma_inbox add column failures integer not null default 0`);
-    column("interrupted", () => sql`alter table soma_inbox add column interrupted integer not null default 0`);
-    column("in_attempt", () => sql`alter table soma_inbox add column in_attempt integer not null default 0`);
-    column("first_failed_at", () => sql`alter table soma_inbox add column first_failed_at integer`);
-    column("next_attempt_at", () => sql`alter table soma_inbox add column next_attempt_at integer not null default 0`);
-    column("noticed", () => sql`alter table soma_inbox add column noticed integer not null default 0`);
-    column("last_error", () => sql`alter table soma_inbox add column last_error text`);
-    column("outcome", () => sql`alter table soma_inbox add column outcome text`);
-    column("document", () => sql`alter table soma_inbox add column document text`);
-    // A reply being sent when the agent stopped may have reached Telegram: never sent twice.
-    sql`update soma_inbox set state = coalesce(outcome, 'done') where state = 'delivering'`;
+    createInboxTable(host.sql);
   }
 
   has(id: string): boolean {
     return (this.host.sql<{ n: number }>`select count(*) as n from soma_inbox where id = ${id}`[0]?.n ?? 0) > 0;
+  }
+
+  /**
+   * What a message turned out to say (a voice note's transcript): kept in place of what it held, so a
+   * retry does not listen again, and set aside or dead-lettered with the words the person said.
+   */
+  rewrite(id: string, text: string, extras: MessageExtras): void {
+    this.host.sql`update soma_inbox set text = ${text}, extras = ${JSON.stringify(extras)} where id = ${id}`;
   }
 
   /**
@@ -232,9 +226,9 @@ export class Inbox {
       return null;
     }
     const stored = kind();
-    sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, state, received_at)
+    sql`insert into soma_inbox (id, sort_key, kind, first_contact, chat_id, text, source_ref, extras, state, received_at)
         values (${item.id}, ${item.sortKey}, ${stored}, ${item.firstContact ? 1 : 0}, ${item.chatId}, ${item.text}, ${item.sourceRef},
-                ${stored === "dropped" ? "done" : "pending"}, ${Date.now()})`;
+                ${item.extras}, ${stored === "dropped" ? "done" : "pending"}, ${Date.now()})`;
     this.#lastArrival = Date.now();
     return stored;
   }
@@ -358,8 +352,14 @@ export class Inbox {
     }
     clearTimeout(noticeTimer);
     if (generation !== this.#generation) return;
-    const [text, document] = typeof reply === "string" ? [reply, null] : [reply.caption, JSON.stringify(reply.document)];
-    sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
+    const [text, document, format] =
+      typeof reply === "string"
+        ? [reply, null, null]
+        : "markdown" in reply
+          ? [reply.markdown, null, "markdown"]
+          : [reply.caption, JSON.stringify(reply.document), null];
+    sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, format = ${format}, in_attempt = 0,
+        first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
   }
 
   async #deliver(item: InboxItem, generation: number): Promise<void> {
@@ -372,7 +372,8 @@ export class Inbox {
         // A caption has a limit of its own: a welcome that would not fit is left out.
         const caption = welcomed.length <= CAPTION_LIMIT ? welcomed : reply;
         await this.host.sendDocument(item.chat_id, JSON.parse(item.document) as DocumentReply, caption);
-      } else await this.host.send(item.chat_id, welcomed);
+      } else if (item.format === "markdown") await this.host.sendMarkdown(item.chat_id, welcomed);
+      else await this.host.send(item.chat_id, welcomed);
     } catch (error) {
       if (generation !== this.#generation) return;
       if ((await this.host.classify(error)) === "permanent") {
@@ -436,7 +437,8 @@ export class Inbox {
     await this.host
       .setAside(item, outcome, error)
       .catch((setAsideError: unknown) => this.host.log("error", { inbox: item.id, setAside: describeError(setAsideError) }));
-    this.host.sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, document = null, outcome = ${outcome}, in_attempt = 0,
+    this.host
+      .sql`update soma_inbox set state = 'replied', reply = ${APOLOGY}, document = null, format = null, outcome = ${outcome}, in_attempt = 0,
                   first_failed_at = null, next_attempt_at = 0, last_error = ${error} where id = ${item.id}`;
   }
 }

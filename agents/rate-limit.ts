@@ -15,6 +15,8 @@ import type { ObjectSql } from "./object-sql";
  * - export: 4. Each one reads the person's whole memory; a person downloads it now and then.
  * - search: 60. The memory page searches after a pause in typing; each search embeds its words.
  * - edit: 30 (a memory's and a fact's changes together). A rename or a corrected statement embeds.
+ * - media: 6 voice notes and photos (on top of `telegram` and `chat`): each one is downloaded and
+ *   transcribed or looked at, which costs a model call of its own.
  */
 export const RATE_LIMITS = {
   telegram: 10,
@@ -24,6 +26,7 @@ export const RATE_LIMITS = {
   export: 4,
   search: 60,
   edit: 30,
+  media: 6,
 } as const satisfies Record<string, number>;
 export type RateBudget = keyof typeof RATE_LIMITS;
 

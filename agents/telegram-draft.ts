@@ -53,7 +53,8 @@ export class DraftStream {
     if (chunk.type === "text-delta") {
       this.#text += chunk.delta;
       this.#status = null;
-    } else if (chunk.type === "tool-input-start") {
+    } else if (chunk.type === "tool-input-start" || (chunk.type === "tool-input-available" && !this.#status)) {
+      // A streaming model announces a tool call as it starts writing it; another hands it over whole.
       this.#status = TOOL_STATUS[chunk.toolName] ?? "Working on it…";
       // The text before a tool call and the text after it are one reply: keep them apart by a paragraph.
       if (this.#text && !this.#text.endsWith("\n\n")) this.#text += "\n\n";

@@ -8,7 +8,7 @@ import { z } from "zod";
 /** The largest image sent to the model (Telegram's own photos are at most 1280 px and ~300 KB). */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
-const Attachment = z.discriminatedUnion("kind", [
+export const Attachment = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("voice"),
     fileId: z.string().min(1).max(256),
@@ -24,7 +24,7 @@ const Attachment = z.discriminatedUnion("kind", [
     bytes: z.number().int().nonnegative().optional(),
   }),
 ]);
-type Attachment = z.infer<typeof Attachment>;
+export type Attachment = z.infer<typeof Attachment>;
 
 /** Kinds of message Soma answers with a word of its own, without a model turn. */
 export const OTHER_KINDS = ["sticker", "animation", "location", "contact", "poll", "dice", "video", "document", "other"] as const;
@@ -35,8 +35,15 @@ export const MessageExtras = z.object({
   /** Who wrote a forwarded message ("Bob", "a hidden sender", a channel's title). */
   forwardedFrom: z.string().max(200).optional(),
   other: z.enum(OTHER_KINDS).optional(),
+  /** The message was a voice note, already transcribed: its text is what was heard. */
+  heard: z.boolean().optional(),
 });
 export type MessageExtras = z.infer<typeof MessageExtras>;
+
+/** What a stored message holds besides its text (its extras as JSON; nothing for plain text). */
+export function extrasOf(json: string | null): MessageExtras {
+  return json ? MessageExtras.parse(JSON.parse(json)) : {};
+}
 
 /** The part of a Telegram message this reads (grammY's Message has it all; tests pass plain objects). */
 interface TelegramMessageLike {
@@ -158,6 +165,6 @@ export function otherKindReply(kind: OtherKind): string {
 }
 
 /** How a forwarded message reaches the model and the memory: marked as someone else's words. */
-function forwardedText(from: string, text: string): string {
+export function forwardedText(from: string, text: string): string {
   return `Forwarded from ${from}:\n${text}`;
 }

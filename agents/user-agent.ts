@@ -16,7 +16,11 @@ import type { Database } from "../db/database";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig, type Config } from "../platform/config";
 import { describeError, logJson } from "../platform/log";
-import { createChatModel } from "./integrations/model/chat-model";
+import { createChatModel, modelSeesImages } from "./integrations/model/chat-model";
+import { createTranscriber } from "./integrations/model/transcription";
+import { DraftStream } from "./telegram-draft";
+import { replyPrefix, telegramTurnInput, withoutImages } from "./telegram-input";
+import { extrasOf } from "./telegram-message";
 import { createEmbedder } from "./integrations/model/embeddings";
 import { replyAfter, replyIds, userMessage } from "./transcript";
 import { ImportedConversation, type ExportMessage, type ImportMessage } from "../db/export-format";
@@ -58,6 +62,8 @@ export class UserAgent extends AIChatAgent<Env> {
   stuckAfterMs = STUCK_AFTER_MS;
   /** HTTP clients of `chat()` waiting for the chunks of their turn, by user message id. */
   readonly #listeners = new Map<string, WritableStreamDefaultWriter<Uint8Array>>();
+  /** The drafts of Telegram replies being written, by the message's external id (agents/telegram-draft.ts). */
+  readonly #drafts = new Map<string, DraftStream>();
   /** Why a Telegram turn failed, by user message id: the inbox retries it or gives up on it. */
   readonly #turnFailures = new Map<string, unknown>();
   #inbox: Inbox | undefined;
@@ -116,8 +122,10 @@ export class UserAgent extends AIChatAgent<Env> {
     const rates = this.#rateLimiter();
     // Over the limit the update is still recorded (so a redelivery stays a duplicate) and answered with
     // one notice a minute at most; the model never sees it.
+    // A voice note or photo also spends the media budget: each one costs a download and a model call.
+    const budgets = extrasOf(item.extras).attachment ? (["telegram", "chat", "media"] as const) : (["telegram", "chat"] as const);
     const kind = inbox.store(item, () => {
-      if (rates.allow("telegram", "chat")) return "message";
+      if (rates.allow(...budgets)) return "message";
       return rates.allow("telegram-notice") ? "notice" : "dropped";
     });
     if (kind === null) return { status: "duplicate" };
@@ -287,6 +295,7 @@ export class UserAgent extends AIChatAgent<Env> {
       budgetMs: this.turnBudgetMs,
       abortSignal: options?.abortSignal,
       listener: (externalId) => this.#listeners.get(externalId),
+      observer: (externalId) => this.#drafts.get(externalId),
       // A Telegram turn that fails is the inbox's to retry or give up on.
       failed: (messageId, failure) => this.#turnFailures.set(messageId, failure),
       waitUntil: (work) => this.ctx.waitUntil(work),
@@ -299,6 +308,7 @@ export class UserAgent extends AIChatAgent<Env> {
       sql: this.#objectSql(),
       answer: (item, signal) => this.#answer(item, signal),
       send: (chatId, text) => this.#sender().sendText(chatId, text),
+      sendMarkdown: (chatId, markdown) => this.#sender().sendMarkdown(chatId, markdown),
       sendDocument: (chatId, document, caption) => this.#sendDocument(chatId, document, caption),
       typing: (chatId) => this.#showTyping(chatId),
       wakeAt: (at) => this.#wakeAt(at),
@@ -344,11 +354,17 @@ export class UserAgent extends AIChatAgent<Env> {
     await this.#sender().sendDocument(chatId, { name: file.name, bytes: file.bytes }, caption);
   }
 
-  async #turnReply(item: InboxItem, signal: AbortSignal): Promise<string> {
+  /**
+   * The model's answer to a Telegram message, as Markdown: the message is read first (a voice note
+   * transcribed, a photo fetched: agents/telegram-input.ts), and the reply grows in a draft while it
+   * is written. Throws when it cannot be answered now (the inbox retries).
+   */
+  async #turnReply(item: InboxItem, signal: AbortSignal): Promise<Reply> {
     const messageId = item.id;
+    const answer = (text: string | null) => ({ markdown: replyPrefix(this.messages.find((m) => m.id === messageId)) + (text || APOLOGY) });
     // A turn that completed before the agent stopped is not run again.
     const answered = replyAfter(this.messages, messageId);
-    if (answered !== null) return answered || APOLOGY;
+    if (answered !== null) return answer(answered);
     this.#showTyping(item.chat_id);
     const source = sourceOf(item);
     // A re-run after the person wrote elsewhere meanwhile: their message moves to the end, so that the
@@ -356,10 +372,17 @@ export class UserAgent extends AIChatAgent<Env> {
     const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
     if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) await this.#dropMessages([messageId]);
     const present = this.messages.some((m) => m.id === messageId);
-    const result = await this.saveMessages(
-      (messages) => (present ? [...messages] : [...messages, userMessage(messageId, item.text, source, new Date(item.received_at))]),
-      { signal },
-    );
+    const input = present ? null : await telegramTurnInput(item, source, this.#inputDeps(item), signal);
+    if (input?.kind === "reply") return input.reply;
+    const draft = new DraftStream({
+      draft: (text) => this.#sender().draft(item.chat_id, item.sort_key % 2_147_483_647 || 1, text),
+      typing: () => this.#showTyping(item.chat_id),
+    });
+    this.#drafts.set(source.externalId, draft);
+    const result = await this.saveMessages((messages) => (input ? [...messages, input.message] : [...messages]), { signal }).finally(() => {
+      draft.close();
+      this.#drafts.delete(source.externalId);
+    });
     const failure = this.#turnFailures.get(messageId);
     this.#turnFailures.delete(messageId);
     if (failure !== undefined || result.status !== "completed") {
@@ -372,8 +395,28 @@ export class UserAgent extends AIChatAgent<Env> {
           : new DOMException(`the turn was ${result.status}`, "AbortError"))
       );
     }
+    // Answered: a photo's bytes leave the conversation (what was learned stays in memory).
+    await this.#forgetImages();
     // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
-    return replyAfter(this.messages, messageId) || APOLOGY;
+    return answer(replyAfter(this.messages, messageId));
+  }
+
+  /** What reading a Telegram message needs: its files, the speech model, whether the model sees images. */
+  #inputDeps(item: InboxItem) {
+    const config = this.#config;
+    return {
+      download: (fileId: string, maxBytes: number, signal: AbortSignal) => this.#sender().downloadFile(fileId, maxBytes, signal),
+      transcriber: createTranscriber(config, this.env),
+      seesImages: modelSeesImages(config),
+      voiceMaxSeconds: config.VOICE_MAX_SECONDS,
+      rewrite: (text: string, extras: Parameters<Inbox["rewrite"]>[2]) => this.#getInbox().rewrite(item.id, text, extras),
+    };
+  }
+
+  /** Replaces every image in the conversation by a word. */
+  async #forgetImages(): Promise<void> {
+    if (!this.messages.some((m) => m.parts.some((p) => p.type === "file"))) return;
+    await this.persistMessages(this.messages.map(withoutImages));
   }
 
   /** Removes the assistant messages that follow the user message `id`. */

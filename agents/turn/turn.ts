@@ -58,6 +58,8 @@ export interface Turn {
   abortSignal: AbortSignal | undefined;
   /** The HTTP client of chat() waiting for this turn's chunks, by the message's external id. */
   listener(externalId: string): WritableStreamDefaultWriter<Uint8Array> | undefined;
+  /** What else follows this turn's chunks as they come (a Telegram reply's draft), by the message's external id. */
+  observer(externalId: string): { push(chunk: UIMessageChunk): void } | undefined;
   /** A Telegram turn failed: the inbox decides (retry, or give up). */
   failed(messageId: string, failure: unknown): void;
   waitUntil(work: Promise<unknown>): void;
@@ -95,6 +97,7 @@ export function turnStream(turn: Turn) {
   const trace = tracer.startTurn({ userId: userId, channel, input: last ? textOf(last) : "", messageId: source.externalId });
 
   const listener = turn.listener(source.externalId);
+  const observer = turn.observer(source.externalId);
 
   return createUIMessageStream({
     execute: async ({ writer }) => {
@@ -103,6 +106,7 @@ export function turnStream(turn: Turn) {
       const emit = (chunk: UIMessageChunk) => {
         writer.write(chunk);
         void listener?.write(SSE.encode(`data: ${JSON.stringify(chunk)}\n\n`)).catch(() => {});
+        observer?.push(chunk);
       };
       // The reply's time, kept with the message (the chat shows it).
       emit({ type: "message-metadata", messageMetadata: { at: new Date().toISOString() } satisfies MessageSource });

@@ -8,6 +8,11 @@ let nextUpdate = Math.floor(Math.random() * 1e9);
 
 /** Posts a private-chat text message from `chatId` (also the sender's Telegram id) to the webhook. */
 export async function sendText(chatId: number, text: string, firstName = "Ada"): Promise<void> {
+  await sendMessage(chatId, { text }, firstName);
+}
+
+/** Posts a private-chat message from `chatId` with `content` (text, voice, photo, sticker, forward_origin…). */
+export async function sendMessage(chatId: number, content: Record<string, unknown>, firstName = "Ada"): Promise<void> {
   const updateId = ++nextUpdate;
   const response = await call("/api/messenger/webhook", {
     method: "POST",
@@ -19,7 +24,7 @@ export async function sendText(chatId: number, text: string, firstName = "Ada"):
         date: Math.floor(Date.now() / 1000),
         chat: { id: chatId, type: "private" },
         from: { id: chatId, is_bot: false, first_name: firstName },
-        text,
+        ...content,
       },
     }),
   });

@@ -4,7 +4,7 @@
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { TEXT_ONLY } from "../../agents/inbox-policy";
+import { otherKindReply } from "../../agents/telegram-message";
 import { HELP, WELCOME } from "../../agents/commands/index";
 import { botCalls, call, newChatId, openLoginLink, testDatabase, waitForReplies } from "./helpers";
 
@@ -124,13 +124,16 @@ describe("POST /api/messenger/webhook: conversations", () => {
     expect(replies[8]).toBe(`I don't know /dance.\n\n${HELP}`);
   });
 
-  it("replies to a message without text that it can only read text", async () => {
+  it("answers a sticker, and a message of a kind it cannot read, with one short word of its own", async () => {
     const chatId = newChatId();
     await post(textUpdate(chatId, "/start"));
-    const photo = textUpdate(chatId, "");
-    delete (photo.message as { text?: string }).text;
-    await post({ ...photo, message: { ...photo.message, photo: [{ file_id: "x", file_unique_id: "y", width: 1, height: 1 }] } });
-    expect((await waitForReplies(chatId, 2))[1]).toBe(TEXT_ONLY);
+    const sticker = textUpdate(chatId, "");
+    delete (sticker.message as { text?: string }).text;
+    await post({ ...sticker, message: { ...sticker.message, sticker: { file_id: "s", file_unique_id: "s1", width: 1, height: 1 } } });
+    const game = textUpdate(chatId, "");
+    delete (game.message as { text?: string }).text;
+    await post({ ...game, message: { ...game.message, game: { title: "x" } } });
+    expect((await waitForReplies(chatId, 3)).slice(1)).toEqual([otherKindReply("sticker"), otherKindReply("other")]);
   });
 
   it("sends one friendly notice past 10 messages a minute", async () => {

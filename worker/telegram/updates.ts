@@ -8,6 +8,7 @@
 import { Composer, type Context } from "grammy";
 import type { Message } from "grammy/types";
 import { parseCommand } from "../../agents/commands/index";
+import { readTelegramMessage } from "../../agents/telegram-message";
 import type { Telemetry } from "../../platform/telemetry/sinks";
 import type { Database } from "../../db/database";
 import { AccountDeletedError, claimDeletedNotice, ensureTelegramPerson, reopenTelegramIdentity } from "../../db/repositories/auth";
@@ -62,11 +63,14 @@ export function inbox({ env, db, telemetry }: InboxDeps): Composer<Context> {
       const person = await personFor(ctx, db, account);
       if (!person) return;
       const agent = await agentFor(env, person.id);
+      // Text (or a caption), and what else the message holds: ids and small facts, never a file's bytes.
+      const { text, extras } = readTelegramMessage(message);
       const { status } = await agent.enqueueTelegramMessage({
         updateId: ctx.update.update_id,
         chatId: message.chat.id,
         messageId: message.message_id,
-        text: message.text ?? message.caption ?? "",
+        text,
+        extras,
         firstContact: person.created,
       });
       if (status !== "erased") {

@@ -15,7 +15,7 @@ const VISION_MODELS = /vision|llava|pixtral|-vl\b|vl-|gemma-3|llama-4|mistral-sm
  * Whether the chat model is sent photos as images (AI_VISION): "auto" knows the vision models by name;
  * "on" and "off" decide for a model it does not know. The offline model never sees images.
  */
-function modelSeesImages(config: Config): boolean {
+export function modelSeesImages(config: Config): boolean {
   if (config.AI_PROVIDER === "offline") return false;
   if (config.AI_VISION !== "auto") return config.AI_VISION === "on";
   const model = config.AI_MODEL ?? (config.AI_PROVIDER === "workers-ai" ? DEFAULT_WORKERS_AI_MODEL : "");

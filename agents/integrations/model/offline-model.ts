@@ -20,6 +20,7 @@ type Intent =
   | { kind: "list"; type: string; label: string }
   | { kind: "about"; query: string }
   | { kind: "forget"; name: string }
+  | { kind: "forwarded"; from: string }
   | { kind: "chat" };
 
 interface ToolOutcome {
@@ -57,6 +58,9 @@ const PLURALS: Record<string, string> = {
 
 /** What the last user message asks for. */
 function parseIntent(text: string): Intent {
+  // Someone else's words (agents/telegram-input.ts marks a forward so): nothing in them is the person's.
+  const forwarded = /^Forwarded from (.+?):\n/.exec(text.trim());
+  if (forwarded?.[1]) return { kind: "forwarded", from: forwarded[1] };
   const clean = text.trim().replace(/\s+/g, " ");
   const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
   if (forget?.[1]) return { kind: "forget", name: stripQuotes(forget[1]) };
@@ -98,7 +102,13 @@ export class OfflineModel implements LanguageModelV4 {
   async doGenerate(options: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> {
     const available = new Set((options.tools ?? []).map((t) => t.name));
     const content = isFactExtraction(options)
-      ? [text(JSON.stringify({ facts: offlineFacts(lastUserText(options.prompt)) }))]
+      ? [
+          text(
+            JSON.stringify({
+              facts: parseIntent(lastUserText(options.prompt)).kind === "forwarded" ? [] : offlineFacts(lastUserText(options.prompt)),
+            }),
+          ),
+        ]
       : respond(options.prompt, available);
     const calls = content.some((c) => c.type === "tool-call");
     const words = content.reduce((n, c) => n + (c.type === "text" ? c.text.split(/\s+/).length : 8), 0);
@@ -205,6 +215,8 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
       const archived = (outcomes[1]?.output as { archived?: boolean } | undefined)?.archived;
       return [text(archived ? `Done. I've forgotten ${target.name}.` : `I couldn't forget ${target.name} just now.`)];
     }
+    case "forwarded":
+      return [text(`That's from ${intent.from}, so I haven't saved it as yours. If it's true for you too, tell me in your own words.`)];
     case "chat":
       return [
         text(

@@ -16,7 +16,7 @@ const TRANSCRIPTION_DEADLINE_MS = 60_000;
 const DEFAULT_WORKERS_AI_MODEL = "@cf/openai/whisper-large-v3-turbo";
 const DEFAULT_OPENAI_MODEL = "whisper-1";
 
-interface Audio {
+export interface Audio {
   bytes: Uint8Array;
   /** e.g. audio/ogg for a Telegram voice note. */
   mediaType: string;

@@ -30,7 +30,7 @@ export type TelegramTurnInput = { kind: "turn"; message: UIMessage } | { kind: "
 
 export const NO_SPEECH_MODEL =
   "I can't listen to voice notes here yet: this Soma has no speech-to-text model. (Whoever runs it can turn voice on with AI_PROVIDER=workers-ai, or an OpenAI-style speech server.) Could you type it instead?";
-const NOTHING_HEARD = "I couldn't make out any words in that voice note. Could you try again, or type it?";
+export const NOTHING_HEARD = "I couldn't make out any words in that voice note. Could you try again, or type it?";
 export const NO_VISION =
   "I can't see photos with the model I'm using, so I can't tell what's in it. Tell me about it in words and I'll remember.";
 const CAPTION_ONLY = "(I can't see photos with the model I'm using, so I only read your caption.)";

@@ -11,8 +11,14 @@ import { WELCOME } from "../../agents/commands/index";
 import { SERVICE_MODEL, held, readProc } from "./service-process";
 import { waitFor } from "./wait";
 
-/** POSTs one Telegram update with a text message to the webhook; resolves to the HTTP status. */
-export async function webhook(url: string, secret: string, chatId: number, updateId: number, text: string): Promise<number> {
+/** POSTs one Telegram update with a text message (or `content`: a voice note, a photo…) to the webhook; resolves to the HTTP status. */
+export async function webhook(
+  url: string,
+  secret: string,
+  chatId: number,
+  updateId: number,
+  content: string | Record<string, unknown>,
+): Promise<number> {
   const response = await fetch(`${url}/api/messenger/webhook`, {
     method: "POST",
     headers: { "content-type": "application/json", "x-telegram-bot-api-secret-token": secret },
@@ -23,7 +29,7 @@ export async function webhook(url: string, secret: string, chatId: number, updat
         date: Math.floor(Date.now() / 1000),
         chat: { id: chatId, type: "private" },
         from: { id: chatId, is_bot: false, first_name: "Tess" },
-        text,
+        ...(typeof content === "string" ? { text: content } : content),
       },
     }),
     signal: AbortSignal.timeout(30_000),

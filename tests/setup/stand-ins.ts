@@ -472,7 +472,25 @@ function formPayload(body: string, type: string): Record<string, unknown> {
 
 interface ChatRequest {
   stream?: boolean;
-  messages: Array<{ role: string; content?: string | null; tool_calls?: unknown[] }>;
+  messages: Array<{ role: string; content?: string | null | ContentPart[]; tool_calls?: unknown[] }>;
+}
+
+type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+
+/**
+ * A user message's words and what its images show. The scripted model "sees" an image whose bytes
+ * read "PHOTO: <what is in it>" (a test's picture), and anything else as "a picture".
+ */
+function contentOf(content: string | null | undefined | ContentPart[]): { text: string; images: string[] } {
+  if (!Array.isArray(content)) return { text: String(content ?? ""), images: [] };
+  const text = content.map((part) => (part.type === "text" ? part.text : "")).join("");
+  const images = content.flatMap((part) => {
+    if (part.type !== "image_url") return [];
+    const data = /^data:[^;]+;base64,(.*)$/.exec(part.image_url.url)?.[1];
+    const seen = data ? /^PHOTO: (.+)$/s.exec(Buffer.from(data, "base64").toString("utf8"))?.[1] : undefined;
+    return [seen?.trim() ?? "a picture"];
+  });
+  return { text, images };
 }
 
 /** A scripted model behind the chat-completions protocol: one tool call for known sentences, then text. */
@@ -480,7 +498,7 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
   const last = request.messages.at(-1);
   const lastUser = [...request.messages].reverse().find((m) => m.role === "user");
   // A provider that refuses one input every time, as a content filter does: a permanent failure.
-  if (String(lastUser?.content ?? "").includes("POISON")) {
+  if (contentOf(lastUser?.content).text.includes("POISON")) {
     return json(res, 400, { error: { message: "the provider refuses this input", type: "invalid_request_error", code: "content_filter" } });
   }
   let reply: { content?: string; toolCall?: { name: string; arguments: string } };
@@ -495,11 +513,12 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
   } else if (last?.role === "tool") {
     reply = { content: `Done. Tool said: ${String(last.content).slice(0, 300)}` };
   } else {
-    const text = String(lastUser?.content ?? "");
+    const { text, images } = contentOf(lastUser?.content);
     // A test's own reply text, streamed word by word like any answer (the web chat's Markdown).
     const scripted = /^Reply with:\n([\s\S]+)$/.exec(text)?.[1];
     const read = /I (?:just )?(?:finished reading|read) (.+?)[.!]?$/i.exec(text);
-    if (scripted) reply = { content: scripted };
+    if (images.length > 0) reply = { content: `In your photo I see ${images.join(" and ")}. ${text}`.trim() };
+    else if (scripted) reply = { content: scripted };
     else if (read) reply = { toolCall: { name: "memory_capture", arguments: JSON.stringify({ type: "book", name: read[1] }) } };
     else if (/which books/i.test(text))
       reply = { toolCall: { name: "memory_recall", arguments: JSON.stringify({ query: "books", type: "book" }) } };

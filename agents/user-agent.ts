@@ -445,8 +445,9 @@ export class UserAgent extends AIChatAgent<Env> {
         parts: [{ type: "text", text: APOLOGY }],
         metadata: { at: new Date().toISOString() },
       };
+      // A photo given up on leaves its bytes behind too.
       await this.persistMessages([
-        ...this.messages.filter((m) => m.id !== apology.id),
+        ...this.messages.filter((m) => m.id !== apology.id).map(withoutImages),
         ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]),
         apology,
       ]);

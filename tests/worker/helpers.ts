@@ -209,3 +209,22 @@ export function envelope(data: unknown, messageId = `${Date.now()}${Math.floor(M
     subscription: "projects/soma-test/subscriptions/gmail-push",
   };
 }
+
+/** A request body that counts the pieces a reader pulls from it (nothing is pulled before a read). */
+export function countedBody(text: string, piece = 64 * 1024) {
+  const bytes = new TextEncoder().encode(text);
+  let offset = 0;
+  let pulls = 0;
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      pull(controller) {
+        pulls++;
+        if (offset >= bytes.length) return controller.close();
+        controller.enqueue(bytes.slice(offset, offset + piece));
+        offset += piece;
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  return { stream, length: bytes.length, pieces: Math.ceil(bytes.length / piece), pulls: () => pulls };
+}

@@ -13,7 +13,7 @@ import { FREE_FORM_LIMITS, SomaImport, type SomaExportV1 } from "../../db/export
 import { IMPORT_CAPS } from "../../db/repositories/import-caps";
 import { IMPORT_JSON_SHAPE, MAX_IMPORT_BYTES } from "../../worker/routes/export";
 import { newPerson, sessionCookie, testDatabase } from "./helpers";
-import { importAs, rowCounts } from "./memory-files";
+import { exportFileOf, importAs, rowCounts } from "./memory-files";
 
 const PAST = "2024-05-01T10:00:00.000Z";
 const FUTURE = "2099-01-01T00:00:00.000Z";
@@ -21,21 +21,7 @@ const FUTURE = "2099-01-01T00:00:00.000Z";
 type Row<K extends "sources" | "entities" | "facts" | "edges" | "events"> = SomaExportV1[K][number];
 
 /** A version-1 file holding `rows` (and nothing else). */
-function exportFile(rows: Partial<SomaExportV1> = {}): SomaExportV1 {
-  return {
-    format: "soma-export",
-    version: 1,
-    exportedAt: PAST,
-    person: { displayName: "Limits", timezone: "UTC" },
-    sources: [],
-    entities: [],
-    facts: [],
-    edges: [],
-    events: [],
-    conversation: [],
-    ...rows,
-  };
-}
+const exportFile = (rows: Partial<SomaExportV1> = {}): SomaExportV1 => exportFileOf(rows, PAST);
 
 const entity = (name: string, more: Partial<Row<"entities">> = {}): Row<"entities"> => ({
   id: crypto.randomUUID(),

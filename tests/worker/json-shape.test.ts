@@ -7,7 +7,7 @@ import { z } from "zod";
 import { type JsonShapeLimits, JsonShapeScanner, jsonShapeProblem } from "../../platform/json-shape";
 import { ApiError } from "../../worker/errors";
 import { readJson } from "../../worker/validation";
-import { call, newPerson, sessionCookie } from "./helpers";
+import { call, countedBody, newPerson, sessionCookie } from "./helpers";
 
 const LOOSE: JsonShapeLimits = { maxDepth: 1000, maxNodes: 1_000_000 };
 
@@ -87,25 +87,6 @@ describe("JsonShapeScanner", () => {
   });
 });
 
-/** A body that counts the pieces a reader pulls from it (nothing is pulled before a read). */
-function countedStream(text: string, piece = 4096) {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  let pulls = 0;
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      pull(controller) {
-        pulls++;
-        if (offset >= bytes.length) return controller.close();
-        controller.enqueue(bytes.slice(offset, offset + piece));
-        offset += piece;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-  return { stream, pieces: Math.ceil(bytes.length / piece), pulls: () => pulls };
-}
-
 describe("readJson", () => {
   const app = new Hono()
     .post("/", async (c) => c.json({ value: await readJson(c, z.unknown(), { maxDepth: 8, maxNodes: 1000 }) }))
@@ -114,7 +95,7 @@ describe("readJson", () => {
     app.request("/", { method: "POST", headers: { "content-type": "application/json" }, body, duplex: "half" } as RequestInit);
 
   it("refuses a streamed bomb with 413 after reading no more than the limit needs", async () => {
-    const body = countedStream(bomb(100_000));
+    const body = countedBody(bomb(100_000), 4096);
     const response = await post(body.stream);
     expect(response.status).toBe(413);
     expect(await response.json()).toEqual({ code: "payload_too_large" });
@@ -124,7 +105,7 @@ describe("readJson", () => {
   });
 
   it("refuses a streamed nesting too deep with 400, also after the first piece", async () => {
-    const body = countedStream("[".repeat(100_000));
+    const body = countedBody("[".repeat(100_000), 4096);
     const response = await post(body.stream);
     expect(response.status).toBe(400);
     expect(body.pulls()).toBe(1);
@@ -132,7 +113,7 @@ describe("readJson", () => {
 
   it("parses a body within the limits that arrives in many pieces", async () => {
     const value = { list: Array.from({ length: 150 }, (_, i) => ({ i, s: `"[{${i}\\` })) };
-    const body = countedStream(JSON.stringify(value), 7);
+    const body = countedBody(JSON.stringify(value), 7);
     const response = await post(body.stream);
     expect(response.status).toBe(200);
     expect(await response.json()).toEqual({ value });

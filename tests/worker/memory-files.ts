@@ -5,6 +5,7 @@ import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { archiveEntity, captureEntity, recordSource, relateEntities } from "../../db/repositories/memory";
 import { createReminder } from "../../db/repositories/reminders";
+import type { SomaExportV1 } from "../../db/export-format";
 import { events } from "../../db/schema";
 import { call, testDatabase } from "./helpers";
 
@@ -64,4 +65,21 @@ export async function rowCounts(userId: string) {
                           (select count(*) from events)::int as events`),
   )) as unknown as Array<Record<string, number>>;
   return counts;
+}
+
+/** A version-1 export file holding `rows` and nothing else. */
+export function exportFileOf(rows: Partial<SomaExportV1> = {}, exportedAt = "2024-05-01T10:00:00.000Z"): SomaExportV1 {
+  return {
+    format: "soma-export",
+    version: 1,
+    exportedAt,
+    person: { displayName: "Imported", timezone: "UTC" },
+    sources: [],
+    entities: [],
+    facts: [],
+    edges: [],
+    events: [],
+    conversation: [],
+    ...rows,
+  };
 }

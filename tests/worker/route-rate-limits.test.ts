@@ -11,21 +11,10 @@ import type { UserAgent } from "../../agents/user-agent";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity } from "../../db/repositories/memory";
 import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
-import { importAs } from "./memory-files";
+import { exportFileOf, importAs } from "./memory-files";
 
 const ORIGIN = "https://soma.test";
-const EMPTY_FILE = JSON.stringify({
-  format: "soma-export",
-  version: 1,
-  exportedAt: "2024-05-01T10:00:00.000Z",
-  person: { displayName: "Rate", timezone: "UTC" },
-  sources: [],
-  entities: [],
-  facts: [],
-  edges: [],
-  events: [],
-  conversation: [],
-});
+const EMPTY_FILE = JSON.stringify(exportFileOf());
 
 /** A person with one memory and one fact, and the requests of each limited route as them. */
 async function signedIn(label: string) {

@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import canonicalize from "canonicalize";
 import { describe, expect, it } from "vitest";
 import { inngestSignature } from "../../agents/workflows/signature";
-import { call, callWithEnv } from "./helpers";
+import { call, callWithEnv, countedBody } from "./helpers";
 
 const RUN = "/api/workflows?fnId=soma-fact-extract&stepId=step";
 const JSON_TYPE = { "content-type": "application/json" };
@@ -15,25 +15,6 @@ const DEV = { ENVIRONMENT: "development", INNGEST_DEV: "1" };
 
 function bomb(objects: number): string {
   return `{"a":[${"{},".repeat(objects - 1)}{}]}`;
-}
-
-/** A body that counts the pieces the Worker pulls from it (nothing is pulled before a read). */
-function countedBody(text: string, piece = 64 * 1024) {
-  const bytes = new TextEncoder().encode(text);
-  let offset = 0;
-  let pulls = 0;
-  const stream = new ReadableStream<Uint8Array>(
-    {
-      pull(controller) {
-        pulls++;
-        if (offset >= bytes.length) return controller.close();
-        controller.enqueue(bytes.slice(offset, offset + piece));
-        offset += piece;
-      },
-    },
-    { highWaterMark: 0 },
-  );
-  return { stream, length: bytes.length, pieces: Math.ceil(bytes.length / piece), pulls: () => pulls };
 }
 
 /** A signature of the right form and a fresh time, made without the key. */

@@ -8,6 +8,7 @@ import { getAgentByName } from "agents";
 import { describe, expect, it } from "vitest";
 import { NO_SPEECH_MODEL, NO_VISION, tooLongVoice } from "../../agents/telegram-input";
 import { otherKindReply } from "../../agents/telegram-message";
+import { RATE_NOTICE } from "../../agents/channels";
 import { WELCOME } from "../../agents/commands/index";
 import { botCalls, newChatId, putTelegramFile, waitForReplies } from "./helpers";
 import { personOfChat, sendMessage, sendText } from "./telegram-updates";
@@ -68,6 +69,19 @@ describe("photos with a model that cannot see", () => {
     expect(await botCalls(chatId, "getFile")).toEqual([]);
     const [message] = (await conversation(chatId)).filter((m) => m.role === "user");
     expect(message).toMatchObject({ text: "I just finished reading Dune", metadata: { photo: true, captionOnly: true } });
+  });
+});
+
+describe("the media budget", () => {
+  it("takes 6 voice notes and photos a minute (each is a download and a model call), then one notice", async () => {
+    const chatId = await started();
+    for (let i = 0; i < 7; i++) await sendMessage(chatId, photo(`budget-${chatId}-${i}`));
+    const replies = (await waitForReplies(chatId, 8)).slice(1);
+    expect(replies.slice(0, 6)).toEqual(Array(6).fill(NO_VISION));
+    expect(replies[6]).toBe(RATE_NOTICE);
+    // Text still goes through: the media budget is its own.
+    await sendText(chatId, "which books did I read?");
+    expect((await waitForReplies(chatId, 9))[8]).toBe("I don't have any books saved yet.");
   });
 });
 

@@ -12,7 +12,18 @@ import type { FileUIPart, UIMessage } from "ai";
 import type { SourceRef } from "../db/repositories/memory";
 import type { Audio, Transcriber } from "./integrations/model/transcription";
 import type { InboxItem } from "./inbox";
-import { type Attachment, extrasOf, forwardedText, MAX_IMAGE_BYTES, type MessageExtras } from "./telegram-message";
+import {
+  type Attachment,
+  CAPTION_ONLY,
+  extrasOf,
+  forwardedText,
+  MAX_IMAGE_BYTES,
+  type MessageExtras,
+  NO_SPEECH_MODEL,
+  NO_VISION,
+  NOTHING_HEARD,
+  tooLongVoice,
+} from "./telegram-message";
 import { userMessage } from "./transcript";
 
 export interface InputDeps {
@@ -27,17 +38,6 @@ export interface InputDeps {
 
 /** The message to answer with a turn; or a reply of its own, without a turn. */
 export type TelegramTurnInput = { kind: "turn"; message: UIMessage } | { kind: "reply"; reply: string };
-
-export const NO_SPEECH_MODEL =
-  "I can't listen to voice notes here yet: this Soma has no speech-to-text model. (Whoever runs it can turn voice on with AI_PROVIDER=workers-ai, or an OpenAI-style speech server.) Could you type it instead?";
-export const NOTHING_HEARD = "I couldn't make out any words in that voice note. Could you try again, or type it?";
-export const NO_VISION =
-  "I can't see photos with the model I'm using, so I can't tell what's in it. Tell me about it in words and I'll remember.";
-const CAPTION_ONLY = "(I can't see photos with the model I'm using, so I only read your caption.)";
-
-export function tooLongVoice(maxSeconds: number): string {
-  return `That recording is longer than ${Math.round(maxSeconds / 60)} minutes, more than I can listen to. Could you send a shorter one, or type the gist?`;
-}
 
 export async function telegramTurnInput(
   item: InboxItem,

@@ -164,6 +164,18 @@ export function otherKindReply(kind: OtherKind): string {
   }
 }
 
+// What a person is told when a voice note or photo cannot be read (agents/telegram-input.ts).
+export const NO_SPEECH_MODEL =
+  "I can't listen to voice notes here yet: this Soma has no speech-to-text model. (Whoever runs it can turn voice on with AI_PROVIDER=workers-ai, or an OpenAI-style speech server.) Could you type it instead?";
+export const NOTHING_HEARD = "I couldn't make out any words in that voice note. Could you try again, or type it?";
+export const NO_VISION =
+  "I can't see photos with the model I'm using, so I can't tell what's in it. Tell me about it in words and I'll remember.";
+export const CAPTION_ONLY = "(I can't see photos with the model I'm using, so I only read your caption.)";
+
+export function tooLongVoice(maxSeconds: number): string {
+  return `That recording is longer than ${Math.round(maxSeconds / 60)} minutes, more than I can listen to. Could you send a shorter one, or type the gist?`;
+}
+
 /** How a forwarded message reaches the model and the memory: marked as someone else's words. */
 export function forwardedText(from: string, text: string): string {
   return `Forwarded from ${from}:\n${text}`;

@@ -4,6 +4,8 @@
 //   added latency  webhook POST sent → sendMessage arriving at the Bot API (warm agent; cold agent =
 //                  a person writing for the first time: new person, new Durable Object, the welcome)
 //   acknowledgement  webhook POST sent → its 200 received
+//   first words    webhook POST sent → the first draft frame (sendMessageDraft: the reply as it is
+//                  written; here the tool's status line, shown while memory_capture runs)
 // Targets: warm p95 ≤ 150 ms, cold p95 ≤ 300 ms, acknowledgement p95 ≤ 50 ms.
 import { markdownTable, startBench, summary, waitForReplies, writeResults } from "./support";
 
@@ -40,6 +42,7 @@ async function main() {
     }
 
     const warm: number[] = [];
+    const firstWords: number[] = [];
     const ack: number[] = [];
     const seen = new Map(people.map((p) => [p, 2]));
     for (let i = 0; i < WARM_TURNS; i++) {
@@ -50,6 +53,8 @@ async function main() {
       seen.set(chat, count);
       const replies = await waitForReplies(bench, chat, count);
       warm.push(replies[count - 1]!.hr - sentAt);
+      const drafts = (await bench.calls(chat, "sendMessageDraft")).filter((d) => d.hr >= sentAt);
+      if (drafts[0]) firstWords.push(drafts[0].hr - sentAt);
     }
 
     const cold: number[] = [];
@@ -67,6 +72,7 @@ async function main() {
     const rows = [
       ["added latency, warm agent", warm, 150],
       ["  of which work (minus the 100 ms ordering window)", warm.map((v) => v - GATHER_MS), 150],
+      ["first words in a draft, warm agent", firstWords, 150],
       ["added latency, cold agent (first contact)", cold, 300],
       ["webhook acknowledgement", ack, 50],
     ] as const;

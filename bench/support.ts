@@ -16,6 +16,8 @@ export interface Bench {
   post(chatId: number, updateId: number, text: string): Promise<{ status: number; ackMs: number; sentAt: number }>;
   /** sendMessage calls the Bot API stand-in received for `chatId`, with arrival times (performance.now()). */
   replies(chatId: number): Promise<Array<{ text: string; hr: number }>>;
+  /** The same for `method` (e.g. sendMessageDraft: the reply as it is written). */
+  calls(chatId: number, method: string): Promise<Array<{ text: string; hr: number }>>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +43,14 @@ export async function startBench(settings: Record<string, string> = {}): Promise
     },
     () => {},
   );
+  const calls = async (chatId: number, method: string) => {
+    const answered = (await (await fetch(`${standIns.url}/__calls?chat_id=${chatId}&method=${method}`)).json()) as Array<{
+      payload: { text: string };
+      view?: { text: string };
+      hr: number;
+    }>;
+    return answered.map((c) => ({ text: c.view?.text ?? c.payload.text, hr: c.hr }));
+  };
   return {
     app,
     standIns,
@@ -64,13 +74,8 @@ export async function startBench(settings: Record<string, string> = {}): Promise
       await response.arrayBuffer();
       return { status: response.status, ackMs: performance.now() - sentAt, sentAt };
     },
-    async replies(chatId) {
-      const calls = (await (await fetch(`${standIns.url}/__calls?chat_id=${chatId}&method=sendMessage`)).json()) as Array<{
-        payload: { text: string };
-        hr: number;
-      }>;
-      return calls.map((c) => ({ text: c.payload.text, hr: c.hr }));
-    },
+    replies: (chatId) => calls(chatId, "sendMessage"),
+    calls,
     async stop() {
       await app.stop();
       await standIns.stop();

@@ -6,7 +6,7 @@
 // image and its bytes leave the conversation after; replies stream into a draft and arrive formatted.
 import { describe, expect, inject, it } from "vitest";
 import { WELCOME } from "../../agents/commands/index";
-import { NOTHING_HEARD } from "../../agents/telegram-input";
+import { NOTHING_HEARD } from "../../agents/telegram-message";
 import { freePort } from "./helpers";
 import { registerServiceHooks } from "./service-hooks";
 import { randomChatId, webhook } from "./service-http";

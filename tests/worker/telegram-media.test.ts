@@ -6,7 +6,7 @@
 import { env } from "cloudflare:workers";
 import { getAgentByName } from "agents";
 import { describe, expect, it } from "vitest";
-import { NO_SPEECH_MODEL, NO_VISION, tooLongVoice } from "../../agents/telegram-input";
+import { NO_SPEECH_MODEL, NO_VISION, tooLongVoice } from "../../agents/telegram-message";
 import { otherKindReply } from "../../agents/telegram-message";
 import { RATE_NOTICE } from "../../agents/channels";
 import { WELCOME } from "../../agents/commands/index";

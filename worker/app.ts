@@ -11,8 +11,10 @@ import { createTelemetry } from "../platform/telemetry/sinks";
 import { ApiError, errorResponse } from "./errors";
 import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";
+import { mcp } from "./mcp/server";
 import { agent } from "./routes/agent";
 import { auth } from "./routes/auth";
+import { authorize } from "./routes/authorize";
 import { chat } from "./routes/chat";
 import { google } from "./routes/google";
 import { health } from "./routes/health";
@@ -77,9 +79,12 @@ export function createApp() {
   app.route("/api/messenger/webhook", telegram);
   app.route("/api/workflows", workflows);
   app.route("/api/webhooks/mail", mail);
-  // /api/memories, /api/facts, /api/reminders, /api/export, /api/import, /api/me, /api/account.
+  // /api/memories, /api/facts, /api/reminders, /api/apps, /api/export, /api/import, /api/me, /api/account.
   app.route("/", webApi);
   app.route("/api/ops", ops);
+  // Reached only through the OAuth provider in front of the app (worker/mcp/oauth.ts), with a valid token.
+  app.route("/mcp", mcp);
+  app.route("/authorize", authorize);
   app.route("/login", login);
   app.route("/", webApp);
   app.route("/", auth);

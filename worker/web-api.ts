@@ -3,6 +3,7 @@
 // takes no server code). A route the web calls belongs here, mounted at the path it answers.
 import { Hono } from "hono";
 import { account } from "./routes/account";
+import { apps } from "./routes/apps";
 import { exportImport } from "./routes/export";
 import { facts } from "./routes/facts";
 import { memories } from "./routes/memories";
@@ -13,6 +14,7 @@ export const webApi = new Hono<AppEnv>()
   .route("/api/memories", memories)
   .route("/api/facts", facts)
   .route("/api/reminders", reminders)
+  .route("/api/apps", apps)
   .route("/api", exportImport)
   .route("/api", account);
 

@@ -2,7 +2,8 @@
 //   GET    /api/me       who is signed in, their timezone, and which doors are linked
 //   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city platform/local-time.ts knows) → 200
 //                        {timezone}; 400 for one it does not know
-//   DELETE /api/account  deletes everything, in this order: the Postgres rows (by cascade) with a
+//   DELETE /api/account  deletes everything, in this order: the grants of the apps connected through MCP
+//                        (worker/mcp/apps.ts: their tokens stop at once); the Postgres rows (by cascade) with a
 //                        tombstone for each of the person's sign-in identities, so that no door can
 //                        create them again for a day (db/repositories/auth.ts); this isolate's cached
 //                        sender; the agent's own storage (eraseAll keeps one marker, so a message that
@@ -25,6 +26,8 @@ import { deadLetters } from "../../agents/dead-letters";
 import { describeError, logJson } from "../../platform/log";
 import { prepareOutsideErasure } from "../../agents/integrations/outside-erasure";
 import { agentFor } from "../agent-routing";
+import { revokeAllApps } from "../mcp/apps";
+import { oauthApi } from "../mcp/oauth";
 import { limitBody } from "../body-limit";
 import { ApiError } from "../errors";
 import { readJson } from "../validation";
@@ -64,6 +67,8 @@ export const account = new Hono<AppEnv>()
     const userId = c.var.person.id;
     const eraseOutside = await prepareOutsideErasure(c.var.config, c.var.db, userId);
     const telegramUserId = await telegramUserIdOf(c.var.db, userId);
+    // Every app connected through MCP loses its grant and tokens first: from here no app reaches them.
+    await revokeAllApps(oauthApi(c.env, c.req.raw), c.env, userId);
     await deletePerson(c.var.db, userId);
     await endSession(c);
     forgetSender(userId);

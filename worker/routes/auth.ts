@@ -15,6 +15,7 @@ import { ensurePersonByEmail, ensureTelegramPerson, peekLoginToken, redeemLoginT
 import { issueLoginNonce, loginNonceMatches, spendLoginNonce } from "../auth/login-nonce";
 import { isCrossSite, requireSameOrigin } from "../auth/origin";
 import { refuseSignIn } from "../auth/refusal";
+import { afterSignIn } from "../auth/return-to";
 import { endSession, sessionPerson, startSession } from "../auth/session";
 import { TelegramLogin, verifyTelegramLogin } from "../auth/telegram-login";
 import { limitBody } from "../body-limit";
@@ -74,7 +75,7 @@ export const auth = new Hono<AppEnv>()
     }
     spendLoginNonce(c);
     await startSession(c, userId, "link");
-    return c.redirect("/app", 303);
+    return c.redirect(afterSignIn(c), 303);
   })
   .get("/auth/telegram", async (c) => {
     const token = c.var.config.TELEGRAM_BOT_TOKEN;
@@ -98,14 +99,14 @@ export const auth = new Hono<AppEnv>()
     if (person.created) c.var.telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "telegram" } });
     spendLoginNonce(c);
     await startSession(c, person.id, "telegram");
-    return c.redirect("/app", 303);
+    return c.redirect(afterSignIn(c), 303);
   })
   .post("/auth/dev", requireSameOrigin, async (c) => {
     if (c.var.config.ENVIRONMENT !== "development") throw new ApiError("not_found", "Nothing at /auth/dev.");
     const person = await ensurePersonByEmail(c.var.db, DEV_EMAIL, "Developer");
     await startSession(c, person.id, "dev");
     // The /login button is a form: a browser goes on to the app; API clients get JSON.
-    if (c.req.header("accept")?.includes("text/html")) return c.redirect("/app", 303);
+    if (c.req.header("accept")?.includes("text/html")) return c.redirect(afterSignIn(c), 303);
     return c.json({ person });
   })
   .post("/logout", requireSameOrigin, async (c) => {

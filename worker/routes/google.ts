@@ -14,6 +14,7 @@ import { MailboxTakenError, saveConnection } from "../../db/repositories/connect
 import { TokenCipher, type TokenSlot } from "../../db/token-cipher";
 import { refuseSignIn } from "../auth/refusal";
 import { secretsEqual } from "../auth/secrets";
+import { afterSignIn } from "../auth/return-to";
 import { sessionPerson, startSession } from "../auth/session";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
@@ -80,7 +81,7 @@ export const google = new Hono<AppEnv>()
       });
       if (person.created) c.var.telemetry.capture({ event: "user_signed_up", userId: person.id, properties: { channel: "google" } });
       await startSession(c, person.id, "google");
-      return c.redirect("/app", 303);
+      return c.redirect(afterSignIn(c), 303);
     }
 
     const person = await sessionPerson(c);

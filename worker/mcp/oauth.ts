@@ -1,0 +1,86 @@
+// OAuth 2.1 for the MCP server, as the MCP authorization spec asks (@cloudflare/workers-oauth-provider):
+// RFC 9728 protected-resource metadata for /mcp, RFC 8414 authorization-server metadata, dynamic client
+// registration (RFC 7591), the authorization code with PKCE S256 only, short-lived access tokens and
+// rotating refresh tokens, all kept in the OAUTH_KV namespace (hashes only; a grant's props encrypted).
+// The provider sits in front of the whole Worker: it answers its own endpoints, lets a /mcp request
+// through only with a valid token (else 401 with `WWW-Authenticate: Bearer resource_metadata=…`), and
+// hands every other request to the Hono app unchanged. /authorize (the consent page) is Soma's own:
+// worker/routes/authorize.ts.
+//
+// The issuer and the resource are this deployment's origin: APP_BASE_URL where set (production, and
+// `npm start`, which sets it to its loopback URL), else the request's own origin. The provider takes
+// them at construction, so there is one per origin, made once per isolate.
+import { getOAuthApi, OAuthProvider, type OAuthHelpers, type OAuthProviderOptions } from "@cloudflare/workers-oauth-provider";
+import { loadConfig } from "../../platform/config";
+
+/** Read memories (search, list, get, the profile). What every connection asks for first. */
+export const READ_SCOPE = "memory:read";
+/** Add, correct and forget memories. Granted only when the person leaves it ticked on the consent page. */
+export const WRITE_SCOPE = "memory:write";
+const SCOPES = [READ_SCOPE, WRITE_SCOPE] as const;
+
+/** Access tokens live an hour; the refresh token (rotated on use) keeps a connection for 30 days idle. */
+const ACCESS_TOKEN_SECONDS = 60 * 60;
+const REFRESH_IDLE_SECONDS = 30 * 24 * 60 * 60;
+
+export const MCP_PATH = "/mcp";
+const AUTHORIZE_PATH = "/authorize";
+
+/** What a grant carries to every /mcp request (ctx.props), encrypted at rest by the provider. */
+export interface GrantProps {
+  userId: string;
+  /** The app's name as it registered itself, for the source of what it writes. */
+  appName: string;
+}
+
+type Handler = { fetch(request: Request, env: Env, ctx: ExecutionContext): Response | Promise<Response> };
+
+const providers = new Map<string, OAuthProvider<Env>>();
+
+/** This deployment's origin: APP_BASE_URL when it is set and valid, else the request's. */
+function deploymentOrigin(env: Env, request: Request): string {
+  try {
+    const base = loadConfig(env).APP_BASE_URL;
+    if (base) return new URL(base).origin;
+  } catch {
+    // An invalid configuration is the app's to report (worker/errors.ts); the request's origin serves here.
+  }
+  return new URL(request.url).origin;
+}
+
+function options(origin: string, app: Handler): OAuthProviderOptions<Env> {
+  return {
+    apiRoute: MCP_PATH,
+    apiHandler: app,
+    defaultHandler: app,
+    authorizeEndpoint: AUTHORIZE_PATH,
+    tokenEndpoint: "/oauth/token",
+    clientRegistrationEndpoint: "/oauth/register",
+    scopesSupported: [...SCOPES, "offline_access"],
+    requiredScopes: [READ_SCOPE],
+    accessTokenTTL: ACCESS_TOKEN_SECONDS,
+    refreshTokenIdleTTL: REFRESH_IDLE_SECONDS,
+    resourceMetadata: { resource: `${origin}${MCP_PATH}`, authorization_servers: [origin], resource_name: "Soma memory" },
+  };
+}
+
+/** The Worker's fetch: the OAuth provider for this origin in front of `app`. */
+export function withOAuth(app: Handler): { fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> } {
+  return {
+    fetch(request, env, ctx) {
+      const origin = deploymentOrigin(env, request);
+      let provider = providers.get(origin);
+      if (!provider) {
+        provider = new OAuthProvider(options(origin, app));
+        providers.set(origin, provider);
+      }
+      return provider.fetch(request, env, ctx);
+    },
+  };
+}
+
+/** The provider's helpers (consent, grants, clients) for this deployment, usable from any route. */
+export function oauthApi(env: Env, request: Request): OAuthHelpers {
+  const noApp: Handler = { fetch: () => new Response(null, { status: 404 }) };
+  return getOAuthApi(options(deploymentOrigin(env, request), noApp), env);
+}

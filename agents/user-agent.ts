@@ -31,7 +31,7 @@ import { deadLetterOf, Inbox, isTelegramMessageId, sourceOf, STUCK_AFTER_MS, tel
 import type { DocumentReply, InboxItem, Reply } from "./inbox";
 import { exportFile } from "./commands/export";
 import { APOLOGY, type TelegramInput } from "./inbox-policy";
-import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame } from "./channels";
+import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame, webTurnMessage } from "./channels";
 import type { ObjectSql } from "./object-sql";
 import { ApiBudget, RateLimiter, rateLimitsFor, type RateVerdict } from "./rate-limit";
 import { answerCommand, WELCOME } from "./commands/index";
@@ -219,11 +219,20 @@ export class UserAgent extends AIChatAgent<Env> {
     if (verdict.kind === "done") return connection.send(endOfRequest(verdict.requestId));
     if (verdict.kind === "refuse") return connection.send(endOfRequest(verdict.requestId, verdict.notice));
     if (await this.#erased()) return connection.close(4410, "account deleted");
-    if (!this.#rateLimiter().allow("chat")) return connection.send(endOfRequest(verdict.requestId, RATE_NOTICE));
-    const { requestId, messageId, text } = verdict;
+    const message = webTurnMessage(verdict, modelSeesImages(this.#config));
+    if (typeof message === "string") return connection.send(endOfRequest(verdict.requestId, message));
+    // An image also spends the media budget, as a Telegram photo does.
+    if (!this.#rateLimiter().allow(...(verdict.image ? (["chat", "media"] as const) : (["chat"] as const))))
+      return connection.send(endOfRequest(verdict.requestId, RATE_NOTICE));
     // The conversation as the agent has it, plus the new message: nothing else of the client's frame.
-    const messages = [...this.messages, userMessage(messageId, text, { kind: "web", externalId: messageId })];
-    return protocol(connection, chatRequest(requestId, messages));
+    return protocol(connection, chatRequest(verdict.requestId, [...this.messages, message]));
+  }
+
+  /** A web turn's image leaves the conversation once answered, as a Telegram photo's does (#turnReply,
+   * which also owns a Telegram turn's images: a failed one is retried with its photo). */
+  protected override async onChatResponse(): Promise<void> {
+    const last = [...this.messages].reverse().find((m) => m.role === "user");
+    if (last && !isTelegramMessageId(last.id)) await this.#forgetImages();
   }
 
   /**

@@ -1,5 +1,6 @@
-// What a chat message shows besides its text: the channel it came through, and chips for the memory
-// work its turn did ("remembered Dune · book", "recalled 3"), each pointing at the memory it touched.
+// What a chat message shows besides its text: the channel it came through, how a person's message came
+// (a voice note, a photo, a forward: agents/telegram-input.ts marks it), and chips for the memory work
+// its turn did ("remembered Dune · book", "recalled 3"), each pointing at the memory it touched.
 import type { UIMessage } from "ai";
 import { memoryPath } from "./router";
 
@@ -8,6 +9,60 @@ export interface MessageMetadata {
   source?: { kind?: string };
   at?: string;
   imported?: { id?: string; exportedAt?: string };
+  /** The text is the transcript of a voice note. */
+  voice?: boolean;
+  /** A photo came with it (its bytes are replaced by PHOTO_PLACEHOLDER once answered). */
+  photo?: boolean;
+  /** The model could not see the photo: only the words were read. */
+  captionOnly?: boolean;
+  /** Someone else wrote it; the text starts "Forwarded from <name>:\n". */
+  forwardedFrom?: string;
+}
+
+/** The text a photo leaves in the conversation once answered (withoutImages in agents/telegram-input.ts). */
+const PHOTO_PLACEHOLDER = "[photo] ";
+/** The words of a photo sent without a caption. */
+const NO_CAPTION = "(a photo)";
+
+/** A label above a person's words saying how they came. `icon` is decoration; `text` says it in words. */
+export interface Mark {
+  kind: "voice" | "photo" | "forward";
+  icon: string;
+  text: string;
+  /** More about it, for a tooltip. */
+  detail?: string;
+}
+
+/** The labels of a person's message, in the order they show. */
+export function marksOf(message: UIMessage): Mark[] {
+  const metadata = (message.metadata ?? {}) as MessageMetadata;
+  const marks: Mark[] = [];
+  if (metadata.forwardedFrom) marks.push({ kind: "forward", icon: "↪", text: `Forwarded from ${metadata.forwardedFrom}` });
+  if (metadata.voice) marks.push({ kind: "voice", icon: "🎤", text: "Voice note", detail: "The words are what Soma heard." });
+  // A message this browser has just sent has no metadata yet, but its image.
+  if (metadata.photo || message.parts.some((p) => p.type === "file"))
+    marks.push(
+      metadata.captionOnly
+        ? { kind: "photo", icon: "📷", text: "Photo not seen · only the words were read", detail: "The model can't see photos." }
+        : { kind: "photo", icon: "📷", text: "Photo" },
+    );
+  return marks;
+}
+
+/**
+ * A text part's words as the body shows them: without what a label already says (a forward's
+ * "Forwarded from Bob:" line, a photo's placeholder, the stand-in words of a photo with no caption).
+ * Empty when nothing is left to show.
+ */
+export function bodyTextOf(message: UIMessage, text: string): string {
+  const metadata = (message.metadata ?? {}) as MessageMetadata;
+  if (message.role !== "user") return text;
+  if (metadata.photo && text === PHOTO_PLACEHOLDER) return "";
+  let body = text;
+  const prefix = metadata.forwardedFrom ? `Forwarded from ${metadata.forwardedFrom}:\n` : null;
+  if (prefix && body.startsWith(prefix)) body = body.slice(prefix.length);
+  if (metadata.photo && body === NO_CAPTION) return "";
+  return body;
 }
 
 export interface Activity {

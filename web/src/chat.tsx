@@ -1,11 +1,13 @@
 // The one conversation, whatever channel each message came through (/api/agent: the Worker picks the
 // agent from the session). Replies stream in; memory work shows as chips that open the memory. A
-// refused message and a dropped connection are said plainly; the socket reconnects by itself.
+// refused message and a dropped connection are said plainly; the socket reconnects by itself. A person's
+// message shows how it came (a voice note, a photo, a forward); the composer is composer.tsx.
 import { useAgentChat } from "@cloudflare/ai-chat/react";
-import type { UIMessage } from "ai";
+import type { FileUIPart, UIMessage } from "ai";
 import { useAgent } from "agents/react";
-import { type ComponentType, type FormEvent, type KeyboardEvent, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from "react";
-import { activityOf, channelKindOf, type MessageMetadata } from "./chat-parts";
+import { type ComponentType, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from "react";
+import { Composer } from "./composer";
+import { activityOf, bodyTextOf, channelKindOf, type Mark, type MessageMetadata, marksOf } from "./chat-parts";
 import { channelName, formatFull, formatWhen } from "./format";
 import { Link } from "./router";
 
@@ -68,6 +70,27 @@ function MessageLabel({ who, channel, at, timeZone }: { who: string; channel: st
   );
 }
 
+/** How a person's message came: a voice note, a photo, a forward. The words are read out; the icon is not. */
+function Marks({ marks }: { marks: Mark[] }): ReactNode {
+  if (marks.length === 0) return null;
+  return (
+    <p className="marks">
+      {marks.map((mark) => (
+        <span key={mark.kind} className={`mark ${mark.kind}`} data-testid="message-mark" title={mark.detail}>
+          <span aria-hidden="true">{mark.icon}</span> {mark.text}
+        </span>
+      ))}
+    </p>
+  );
+}
+
+/** An image still in the conversation (only until its turn is answered): shown small, from its own bytes. */
+function ImagePart({ url, mediaType }: { url: string; mediaType: string }): ReactNode {
+  // Only the image's own bytes: a URL from elsewhere would be a request the page makes on a message's say.
+  if (!url.startsWith("data:image/") || !mediaType.startsWith("image/")) return null;
+  return <img className="message-image" src={url} alt="Sent with this message" />;
+}
+
 function Message({
   messages,
   index,
@@ -90,10 +113,16 @@ function Message({
   return (
     <article className={`message ${message.role}`} data-role={message.role} aria-label={message.role === "user" ? "From you" : "From Soma"}>
       <MessageLabel who={message.role === "user" ? "You" : "Soma"} channel={channel} at={at} timeZone={timeZone} />
+      {message.role === "user" && <Marks marks={marksOf(message)} />}
       {message.parts.map((part, i) => {
-        if (part.type === "text")
+        if (part.type === "text") {
+          const text = bodyTextOf(message, part.text);
+          if (!text) return null;
           // biome-ignore lint/suspicious/noArrayIndexKey: text parts have no id; a message's parts only grow at the end, so the index is stable.
-          return <TextPart key={i} text={part.text} mine={message.role === "user"} streaming={streaming && part.state !== "done"} />;
+          return <TextPart key={i} text={text} mine={message.role === "user"} streaming={streaming && part.state !== "done"} />;
+        }
+        // biome-ignore lint/suspicious/noArrayIndexKey: as for text parts.
+        if (part.type === "file") return <ImagePart key={i} url={part.url} mediaType={part.mediaType} />;
         const activity = activityOf(part);
         if (!activity || !("toolCallId" in part)) return null;
         return activity.to ? (
@@ -121,7 +150,6 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
   // isStreaming also covers a reply streaming from the server to a turn this page did not start (Telegram).
   const { messages, sendMessage, status, error, isStreaming } = useAgentChat({ agent });
   const arrived = useArrivalTimes(messages);
-  const [draft, setDraft] = useState("");
   const end = useRef<HTMLDivElement>(null);
   // biome-ignore lint/correctness/useExhaustiveDependencies: the effect scrolls to the end each time the messages change.
   useEffect(() => {
@@ -131,21 +159,8 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
   }, [messages]);
 
   const busy = status === "submitted" || status === "streaming";
-  const send = () => {
-    const text = draft.trim();
-    if (!text || busy) return;
-    void sendMessage({ text });
-    setDraft("");
-  };
-  const submit = (event: FormEvent) => {
-    event.preventDefault();
-    send();
-  };
-  // Enter sends, Shift+Enter starts a new line; Enter that confirms an IME composition does neither.
-  const onKeyDown = (event: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (event.key !== "Enter" || event.shiftKey || event.nativeEvent.isComposing) return;
-    event.preventDefault();
-    send();
+  const send = (text: string, image: FileUIPart | null) => {
+    void sendMessage(!image ? { text } : text ? { text, files: [image] } : { files: [image] });
   };
 
   return (
@@ -187,26 +202,7 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
           {error.message}
         </p>
       )}
-      <form className="composer" onSubmit={submit}>
-        <textarea
-          aria-label="Message"
-          aria-describedby="composer-hint"
-          placeholder="I just finished reading…"
-          rows={Math.min(6, Math.max(1, draft.split("\n").length))}
-          value={draft}
-          onChange={(event) => setDraft(event.target.value)}
-          onKeyDown={onKeyDown}
-          // biome-ignore lint/a11y/noAutofocus: the chat page exists to type a message; its one input starts focused.
-          autoFocus
-        />
-        <button type="submit" disabled={busy || !draft.trim()}>
-          Send
-        </button>
-      </form>
-      <p id="composer-hint" className="muted hint">
-        Enter sends · Shift+Enter for a new line
-        {connection === "connecting" && " · connecting…"}
-      </p>
+      <Composer busy={busy} connecting={connection === "connecting"} send={send} />
     </section>
   );
 }

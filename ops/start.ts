@@ -71,6 +71,12 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
       "127.0.0.1",
       "--port",
       String(port),
+      // The Worker sees the URL it is served at (not the production route's host, wrangler's default):
+      // the MCP server's OAuth metadata and token audience name http://127.0.0.1:PORT, as clients do.
+      "--local-upstream",
+      `127.0.0.1:${port}`,
+      "--upstream-protocol",
+      "http",
       "--env-file",
       envFile,
       "--persist-to",

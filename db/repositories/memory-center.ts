@@ -12,6 +12,8 @@ interface MemorySource {
   externalId: string;
   excerpt: string | null;
   at: string;
+  /** The app that wrote it through MCP (source kind "mcp"), by the name it registered with. */
+  app?: string;
 }
 
 export interface MemoryItem {
@@ -89,6 +91,7 @@ type ItemRow = {
   source_kind: string | null;
   source_external_id: string | null;
   source_text: string | null;
+  source_app: string | null;
   source_at: string | Date | null;
 };
 
@@ -108,7 +111,8 @@ type EventRow = { id: string; kind: string; status: string; occurred_at: string 
 
 const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created_at, e.updated_at, e.told_at, e.happened_at,
   to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
-  s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text, s.created_at as source_at`;
+  s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text,
+  s.payload ->> 'app' as source_app, s.created_at as source_at`;
 
 /**
  * One page of the person's active memories, newest learned first. Keyset paging on (created_at, id):
@@ -258,7 +262,13 @@ function toItem(row: ItemRow): MemoryItem {
     happenedAt: isoOrNull(row.happened_at),
     source:
       row.source_kind && row.source_external_id
-        ? { kind: row.source_kind, externalId: row.source_external_id, excerpt: row.source_text, at: iso(row.source_at ?? row.created_at) }
+        ? {
+            kind: row.source_kind,
+            externalId: row.source_external_id,
+            excerpt: row.source_text,
+            at: iso(row.source_at ?? row.created_at),
+            ...(row.source_kind === "mcp" && row.source_app ? { app: row.source_app } : {}),
+          }
         : null,
   };
 }

@@ -54,10 +54,10 @@ describe("the tools", () => {
     const { id } = added.json as { id: string; created: boolean };
 
     const detail = (await (await call(`/api/memories/${id}`, { headers: { cookie } })).json()) as {
-      memory: { name: string; source: { kind: string; excerpt: string } };
+      memory: { name: string; source: { kind: string; app?: string } };
     };
     expect(detail.memory.name).toBe("Piranesi");
-    expect(detail.memory.source.kind).toBe("mcp");
+    expect(detail.memory.source).toMatchObject({ kind: "mcp", app: "Claude" });
 
     const found = toolText(await client.callTool({ name: "search_memory", arguments: { query: "Piranesi" } }));
     const results = (found.json as { results: Array<{ kind: string; entity?: { id: string }; toldAt: string; happenedAt: string | null }> })

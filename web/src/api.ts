@@ -33,6 +33,9 @@ export const FACT_CATEGORIES = [
 // Compile-time only: names a category the server accepts that FACT_CATEGORIES lacks (the line above catches the reverse).
 ({}) satisfies Record<Exclude<FactCategory, (typeof FACT_CATEGORIES)[number]>, never>;
 
+/** An app connected to the person's memory through MCP (GET /api/apps). */
+export type ConnectedApp = InferResponseType<typeof client.api.apps.$get>["apps"][number];
+
 export type Reminder = InferResponseType<typeof client.api.reminders.$get>["upcoming"][number];
 export type ReminderStatus = Reminder["status"];
 
@@ -104,4 +107,6 @@ export const api = {
   /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
   importFile: (text: string, dryRun: boolean) => read(client.api.import.$post({ query: dryRun ? { dryRun: "1" } : {} }, body(text))),
   deleteAccount: () => read(client.api.account.$delete()),
+  apps: () => read(client.api.apps.$get()).then((r) => r.apps),
+  disconnectApp: (id: string) => read(client.api.apps[":id"].$delete(param(id))),
 };

@@ -206,7 +206,8 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
       </p>
       {memory.source ? (
         <p className="provenance">
-          From {channelName(memory.source.kind)} on <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
+          From {memory.source.app ? `${memory.source.app}, through MCP,` : channelName(memory.source.kind)} on{" "}
+          <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
           {memory.source.excerpt && <q>{memory.source.excerpt}</q>}
         </p>
       ) : (

@@ -1,7 +1,8 @@
-// Timezone, linked Telegram and Google, export and import, sign out, delete everything.
+// Timezone, linked Telegram and Google, connected MCP apps, export and import, sign out, delete everything.
 import { useState, type FormEvent } from "react";
 import { api, type Me } from "./api";
 import { ErrorNote } from "./forms";
+import { ConnectedApps } from "./settings-apps";
 import { DataSettings } from "./settings-data";
 import { browserTimeZone, TIMEZONE_ADOPTED_KEY } from "./timezone";
 
@@ -152,6 +153,7 @@ export function SettingsPage({ me }: { me: Me }) {
     <section className="settings" aria-label="Settings">
       <TimezoneSetting me={me} />
       <LinkedAccounts me={me} />
+      <ConnectedApps timeZone={me.timezone} />
       <DataSettings />
       <h2>Session</h2>
       <form method="post" action="/logout">

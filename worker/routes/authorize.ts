@@ -37,7 +37,7 @@ function consentPage(details: ConsentDescription, handle: string, personName: st
       </p>
       ${
         details.redirectIsLoopback
-          ? html`<p class="warning">This sends access to an app on your computer. Continue only if you just started connecting it yourself.</p>`
+          ? html`<p class="consent-warning">This sends access to an app on your computer. Continue only if you just started connecting it yourself.</p>`
           : ""
       }
       <form method="post" action="/authorize">
@@ -45,9 +45,9 @@ function consentPage(details: ConsentDescription, handle: string, personName: st
         ${kept.map((scope) => html`<input type="hidden" name="scope" value="${scope}" />`)}
         <fieldset>
           <legend>It may</legend>
-          <label><input type="checkbox" name="scope" value="${READ_SCOPE}" checked disabled /> Read your memories and what Soma knows about you</label>
+          <label class="consent-scope"><input type="checkbox" name="scope" value="${READ_SCOPE}" checked disabled /> Read your memories and what Soma knows about you</label>
           <input type="hidden" name="scope" value="${READ_SCOPE}" />
-          <label><input type="checkbox" name="scope" value="${WRITE_SCOPE}" ${wantsWrite ? "checked" : ""} /> Add and correct memories, and forget them</label>
+          <label class="consent-scope"><input type="checkbox" name="scope" value="${WRITE_SCOPE}" ${wantsWrite ? "checked" : ""} /> Add and correct memories, and forget them</label>
         </fieldset>
         <p class="actions">
           <button type="submit" name="decision" value="approve">Allow</button>

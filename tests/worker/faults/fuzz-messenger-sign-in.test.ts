@@ -132,7 +132,7 @@ describe("POST /api/messenger/webhook", () => {
     for (;;) {
       sent = new Map();
       for (const call of (await allBotCalls()).filter((c) => c.method === "sendMessage" && isSentinel(c.payload.chat_id))) {
-        sent.set(call.payload.chat_id!, [...(sent.get(call.payload.chat_id!) ?? []), String(call.payload.text)]);
+        sent.set(call.payload.chat_id!, [...(sent.get(call.payload.chat_id!) ?? []), call.view?.text ?? String(call.payload.text)]);
       }
       if (sent.size >= accepted.length || Date.now() > deadline) break;
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -252,8 +252,10 @@ export function postUpdate(body: unknown, headers: Record<string, string> = {}):
   });
 }
 
-/** Every Bot API call the stand-in recorded (all chats). */
-export async function allBotCalls(): Promise<Array<{ method: string; payload: { chat_id?: number; text?: string }; at: number }>> {
+/** Every Bot API call the stand-in recorded (all chats); `view` is a text message as the person sees it. */
+export async function allBotCalls(): Promise<
+  Array<{ method: string; payload: { chat_id?: number; text?: string }; view?: { text: string }; at: number }>
+> {
   return (await (await fetch(`${env.STAND_IN_URL}/__calls`)).json()) as never;
 }
 

@@ -71,6 +71,8 @@ export function withOAuth(app: Handler): { fetch(request: Request, env: Env, ctx
       const origin = deploymentOrigin(env, request);
       let provider = providers.get(origin);
       if (!provider) {
+        // One origin in production (APP_BASE_URL is required there); a bound on what Host headers can grow.
+        if (providers.size >= 8) providers.clear();
         provider = new OAuthProvider(options(origin, app));
         providers.set(origin, provider);
       }

@@ -189,8 +189,7 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
     async ({ id }) => {
       const detail = await db.withUser(userId, (tx) => memoryDetail(tx, userId, id));
       if (!detail) return refuse("No memory with this id.");
-      const relations = detail.relations.map((r) => ({ ...r, other: { ...r.other } }));
-      return answer({ memory: shownMemory(detail.memory), relations, events: detail.events.slice(0, 50) });
+      return answer({ memory: shownMemory(detail.memory), relations: detail.relations, events: detail.events.slice(0, 50) });
     },
   );
 

@@ -5,6 +5,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { iso, isoOrNull } from "../timestamps";
+import { MAIL_SOURCE_KIND } from "./mail";
 import { normalizeName } from "./memory";
 
 interface MemorySource {
@@ -45,7 +46,8 @@ interface MemoryRelation {
   type: string;
   /** "out": this memory → other; "in": other → this memory. */
   direction: "out" | "in";
-  other: { id: string; type: string; name: string; status: string };
+  /** fromEmail: its name was written by an email's sender. */
+  other: { id: string; type: string; name: string; status: string; fromEmail?: true };
   since: string;
   until: string | null;
 }
@@ -105,6 +107,7 @@ type RelationRow = {
   other_type: string;
   other_name: string;
   other_status: string;
+  other_source_kind: string | null;
 };
 
 type EventRow = { id: string; kind: string; status: string; occurred_at: string | Date; payload: Record<string, unknown> };
@@ -164,9 +167,10 @@ export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<
     tx,
     sql`
     select g.id, g.type, g.valid_from, g.valid_to, case when g.from_id = ${id}::uuid then 'out' else 'in' end as direction,
-           o.id as other_id, o.type as other_type, o.name as other_name, o.status as other_status
+           o.id as other_id, o.type as other_type, o.name as other_name, o.status as other_status, os.kind as other_source_kind
     from edges g
     join entities o on o.id = case when g.from_id = ${id}::uuid then g.to_id else g.from_id end
+    left join sources os on os.id = o.source_id
     where g.user_id = ${userId} and (g.from_id = ${id}::uuid or g.to_id = ${id}::uuid)
     order by g.valid_from desc
     limit 100`,
@@ -185,7 +189,14 @@ export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<
       id: r.id,
       type: r.type,
       direction: r.direction,
-      other: { id: r.other_id, type: r.other_type, name: r.other_name, status: r.other_status },
+      other: {
+        id: r.other_id,
+        type: r.other_type,
+        name: r.other_name,
+        status: r.other_status,
+        // Its name was written by an email's sender: whoever shows it to a model fences it.
+        ...(r.other_source_kind === MAIL_SOURCE_KIND ? { fromEmail: true as const } : {}),
+      },
       since: iso(r.valid_from),
       until: isoOrNull(r.valid_to),
     })),

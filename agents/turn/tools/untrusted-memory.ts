@@ -45,6 +45,11 @@ export function fenceEmailDerived(results: RecallResult[]): RecalledMemory[] {
   });
 }
 
+/** `text` from an email as the model gets it: fenced as <email-data>…</email-data>, capped (the MCP tools use it too). */
+export function fenceEmailText(text: string, max: number = MAX_MAIL_TEXT): string {
+  return fence(text, max);
+}
+
 function fence(text: string, max: number): string {
   let inner = text.replace(FENCE_TAG, "");
   if (inner.length > max) inner = `${cut(inner, max - 1)}…`;

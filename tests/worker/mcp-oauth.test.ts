@@ -44,6 +44,7 @@ describe("discovery", () => {
     });
     expect(as.scopes_supported).toEqual(expect.arrayContaining(["memory:read", "memory:write", "offline_access"]));
     expect(as.response_types_supported).toEqual(["code"]);
+    expect(as.client_id_metadata_document_supported).toBe(true);
   });
 
   it("leaves the rest of the Worker as it was", async () => {
@@ -64,6 +65,23 @@ describe("registration and consent", () => {
       body: JSON.stringify({ client_name: "Evil", redirect_uris: ["http://evil.example/cb"], token_endpoint_auth_method: "none" }),
     });
     expect(bad.status).toBe(400);
+  });
+
+  it("answers a client ID metadata document that cannot be fetched here, never redirecting", async () => {
+    const person = await newPerson("cimd");
+    const { challenge } = await pkcePair();
+    const url = `/authorize?${new URLSearchParams({
+      response_type: "code",
+      client_id: "https://app.invalid/oauth/client.json",
+      redirect_uri: "https://app.invalid/callback",
+      state: "s",
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+    })}`;
+    const response = await call(url, { headers: { cookie: await sessionCookie(person) }, redirect: "manual" });
+    expect(response.status).toBe(400);
+    expect(response.headers.get("location")).toBeNull();
+    expect(await response.text()).toContain("could not be verified");
   });
 
   it("sends a signed-out person to sign in, and back to the consent page afterwards", async () => {

@@ -60,6 +60,7 @@ function options(origin: string, app: Handler): OAuthProviderOptions<Env> {
     requiredScopes: [READ_SCOPE],
     accessTokenTTL: ACCESS_TOKEN_SECONDS,
     refreshTokenIdleTTL: REFRESH_IDLE_SECONDS,
+    clientIdMetadataDocumentEnabled: true,
     resourceMetadata: { resource: `${origin}${MCP_PATH}`, authorization_servers: [origin], resource_name: "Soma memory" },
   };
 }

@@ -139,16 +139,3 @@ export async function mcpClient(accessToken: string): Promise<Client> {
   await client.connect(transport);
   return client;
 }
-
-/** A tool's text answer, parsed as JSON when it is JSON. */
-export function toolText(result: unknown): { text: string; json: unknown; isError: boolean } {
-  const r = result as { content?: Array<{ type: string; text?: string }>; isError?: boolean };
-  const text = r.content?.find((c) => c.type === "text")?.text ?? "";
-  let json: unknown = null;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // a refusal's plain sentence
-  }
-  return { text, json, isError: r.isError === true };
-}

@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recordSource } from "../../db/repositories/memory";
 import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
-import { connectApp, mcpClient, ORIGIN, toolText } from "./mcp-flow";
+import { toolAnswer as toolText } from "../setup/mcp-answer";
+import { connectApp, mcpClient, ORIGIN } from "./mcp-flow";
 
 async function seedMemory(userId: string, input: { type: string; name: string; kind?: string; excerpt?: string }) {
   return testDatabase().withUser(userId, async (tx) => {

@@ -12,7 +12,7 @@
 // per-minute budgets (agents/rate-limit.ts), as the web API's do. Every answer is capped in size.
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { EntityType } from "../../agents/entity-type";
+import { EntityType, MemoryName } from "../../agents/entity-type";
 import type { ApiBudget } from "../../agents/rate-limit";
 import { extractFacts, sinceInstant } from "../../agents/fact-extraction";
 import { createChatModel } from "../../agents/integrations/model/chat-model";
@@ -23,7 +23,7 @@ import { fenceEmailDerived, fenceEmailText } from "../../agents/turn/tools/untru
 import type { Database } from "../../db/database";
 import { InvalidCursorError, listMemoryPage, memoryDetail, type MemoryItem } from "../../db/repositories/memory-center";
 import { recordFact } from "../../db/repositories/facts";
-import { archiveEntity, captureEntity, nameKeyFits, recallMemory, recordSource, type SourceRef } from "../../db/repositories/memory";
+import { archiveEntity, captureEntity, recallMemory, recordSource, type SourceRef } from "../../db/repositories/memory";
 import { accountLinks } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 import { agentFor } from "../agent-routing";
@@ -240,14 +240,7 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
           type: EntityType.optional().describe(
             "Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, note, …",
           ),
-          name: z
-            .string()
-            .trim()
-            .min(1)
-            .max(200)
-            .refine(nameKeyFits, "the name is too long")
-            .optional()
-            .describe("The name or title, as the person said it"),
+          name: MemoryName.optional(),
           properties: properties
             .refine((p) => Object.keys(p).length <= 50, "at most 50 details")
             .optional()

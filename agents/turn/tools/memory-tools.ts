@@ -10,14 +10,13 @@ import {
   archiveEntity,
   captureEntity,
   entityNames,
-  nameKeyFits,
   recallMemory,
   recordSource,
   relateEntities,
   updateEntityProperties,
 } from "../../../db/repositories/memory";
 import { createReminder } from "../../../db/repositories/reminders";
-import { EntityType } from "../../entity-type";
+import { EntityType, MemoryName } from "../../entity-type";
 import { emailRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
@@ -43,13 +42,7 @@ export function memoryTools(context: ToolContext): ToolSet {
       description: "Save something the person told you about their life. Saving the same thing twice keeps one memory and merges details.",
       inputSchema: z.object({
         type: entityType,
-        name: z
-          .string()
-          .trim()
-          .min(1)
-          .max(200)
-          .refine(nameKeyFits, "the name is too long")
-          .describe("The name or title, as the person said it"),
+        name: MemoryName,
         properties: properties.optional().describe('Details worth keeping, e.g. {author: "Frank Herbert"}'),
         happenedAt: dateOrTime
           .optional()

@@ -7,7 +7,8 @@ import { createLoginToken, createPerson } from "../../../db/repositories/auth";
 import { Database } from "../../../db/database";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectWithConsent, MemoryOAuthApp, reconnect, toolAnswer } from "../mcp-client";
+import { toolAnswer } from "../../setup/mcp-answer";
+import { connectWithConsent, MemoryOAuthApp, reconnect } from "../mcp-client";
 import { openPage, screenshots, signedInPage, startSession, type Session } from "./harness";
 
 let session: Session;

@@ -3,14 +3,14 @@
 // durable inbox of Telegram messages with processed-id dedupe (agents/inbox.ts), and the per-person
 // rate limits (agents/rate-limit.ts), each kept in its own SQLite. Memory lives in Postgres and is
 // reached only through Database.withUser with this agent's name.
-// Longer than 450 lines: it is the one class the runtime gives each person, and every channel's RPC
-// (Telegram, chat, export, import, the web API's budgets) is a method of it.
 //
 // Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
-// acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages.
+// acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages;
+// what a Telegram turn does with the conversation (read the message, draft the reply, keep a message
+// given up on with the apology) is agents/telegram-turn.ts.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
-import { createUIMessageStreamResponse, type LanguageModel, type UIMessage } from "ai";
+import { createUIMessageStreamResponse, type LanguageModel } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
 import { workerdDatabase } from "../db/workerd-socket";
@@ -18,19 +18,20 @@ import { loadConfig, type Config } from "../platform/config";
 import { describeError, logJson } from "../platform/log";
 import { createChatModel, modelSeesImages } from "./integrations/model/chat-model";
 import { createTranscriber } from "./integrations/model/transcription";
-import { DraftStream } from "./telegram-draft";
-import { replyPrefix, telegramTurnInput, withoutImages } from "./telegram-input";
+import type { DraftStream } from "./telegram-draft";
+import type { InputDeps } from "./telegram-input";
+import { type ConversationHost, forgetImages, keepWithApology, telegramTurnReply } from "./telegram-turn";
 import { extrasOf } from "./telegram-message";
 import { createEmbedder } from "./integrations/model/embeddings";
-import { replyAfter, replyIds, userMessage } from "./transcript";
+import { userMessage } from "./transcript";
 import { ImportedConversation, type ExportMessage, type ImportMessage } from "../db/export-format";
 import { importableMessages, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
-import { deadLetterOf, Inbox, isTelegramMessageId, sourceOf, STUCK_AFTER_MS, telegramItem } from "./inbox";
+import { deadLetterOf, Inbox, isTelegramMessageId, STUCK_AFTER_MS, telegramItem } from "./inbox";
 import type { DocumentReply, InboxItem, Reply } from "./inbox";
 import { exportFile } from "./commands/export";
-import { APOLOGY, type TelegramInput } from "./inbox-policy";
+import type { TelegramInput } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame, webTurnMessage } from "./channels";
 import type { ObjectSql } from "./object-sql";
 import { ApiBudget, RateLimiter, rateLimitsFor, type RateVerdict } from "./rate-limit";
@@ -232,7 +233,7 @@ export class UserAgent extends AIChatAgent<Env> {
    * which also owns a Telegram turn's images: a failed one is retried with its photo). */
   protected override async onChatResponse(): Promise<void> {
     const last = [...this.messages].reverse().find((m) => m.role === "user");
-    if (last && !isTelegramMessageId(last.id)) await this.#forgetImages();
+    if (last && !isTelegramMessageId(last.id)) await forgetImages(this.#conversationHost());
   }
 
   /**
@@ -348,7 +349,26 @@ export class UserAgent extends AIChatAgent<Env> {
       appBaseUrl: this.#config.APP_BASE_URL,
       reset: () => this.reset(),
     });
-    return command ?? this.#turnReply(item, signal);
+    return command ?? telegramTurnReply(this.#conversationHost(), item, signal);
+  }
+
+  /** The conversation as a Telegram turn uses it (agents/telegram-turn.ts). */
+  #conversationHost(): ConversationHost {
+    return {
+      messages: () => this.messages,
+      saveMessages: (update, options) => this.saveMessages(update, options),
+      persistMessages: (messages) => this.persistMessages(messages),
+      dropMessages: (ids) => this.#dropMessages(ids),
+      takeFailure: (messageId) => {
+        const failure = this.#turnFailures.get(messageId);
+        this.#turnFailures.delete(messageId);
+        return failure;
+      },
+      drafts: this.#drafts,
+      sender: () => this.#sender(),
+      typing: (chatId) => this.#showTyping(chatId),
+      inputDeps: (item) => this.#inputDeps(item),
+    };
   }
 
   /** The agent's tracer, made once. */
@@ -363,55 +383,8 @@ export class UserAgent extends AIChatAgent<Env> {
     await this.#sender().sendDocument(chatId, { name: file.name, bytes: file.bytes }, caption);
   }
 
-  /**
-   * The model's answer to a Telegram message, as Markdown: the message is read first (a voice note
-   * transcribed, a photo fetched: agents/telegram-input.ts), and the reply grows in a draft while it
-   * is written. Throws when it cannot be answered now (the inbox retries).
-   */
-  async #turnReply(item: InboxItem, signal: AbortSignal): Promise<Reply> {
-    const messageId = item.id;
-    const answer = (text: string | null) => ({ markdown: replyPrefix(this.messages.find((m) => m.id === messageId)) + (text || APOLOGY) });
-    // A turn that completed before the agent stopped is not run again.
-    const answered = replyAfter(this.messages, messageId);
-    if (answered !== null) return answer(answered);
-    this.#showTyping(item.chat_id);
-    const source = sourceOf(item);
-    // A re-run after the person wrote elsewhere meanwhile: their message moves to the end, so that the
-    // turn answers it (a turn answers the newest user message).
-    const lastUser = [...this.messages].reverse().find((m) => m.role === "user");
-    if (lastUser && lastUser.id !== messageId && this.messages.some((m) => m.id === messageId)) await this.#dropMessages([messageId]);
-    const present = this.messages.some((m) => m.id === messageId);
-    const input = present ? null : await telegramTurnInput(item, source, this.#inputDeps(item), signal);
-    if (input?.kind === "reply") return input.reply;
-    const draft = new DraftStream({
-      draft: (text) => this.#sender().draft(item.chat_id, item.sort_key % 2_147_483_647 || 1, text),
-      typing: () => this.#showTyping(item.chat_id),
-    });
-    this.#drafts.set(source.externalId, draft);
-    const result = await this.saveMessages((messages) => (input ? [...messages, input.message] : [...messages]), { signal }).finally(() => {
-      draft.close();
-      this.#drafts.delete(source.externalId);
-    });
-    const failure = this.#turnFailures.get(messageId);
-    this.#turnFailures.delete(messageId);
-    if (failure !== undefined || result.status !== "completed") {
-      // What the failed attempt said is not the answer: the next attempt starts from the message again.
-      await this.#dropReplyTo(messageId);
-      throw (
-        failure ??
-        (result.status === "error"
-          ? new Error(result.error ?? "the turn failed")
-          : new DOMException(`the turn was ${result.status}`, "AbortError"))
-      );
-    }
-    // Answered: a photo's bytes leave the conversation (what was learned stays in memory).
-    await this.#forgetImages();
-    // A turn that ended on tool calls alone has no text; Telegram refuses an empty message.
-    return answer(replyAfter(this.messages, messageId));
-  }
-
   /** What reading a Telegram message needs: its files, the speech model, whether the model sees images. */
-  #inputDeps(item: InboxItem) {
+  #inputDeps(item: InboxItem): InputDeps {
     const config = this.#config;
     return {
       download: (fileId: string, maxBytes: number, signal: AbortSignal) => this.#sender().downloadFile(fileId, maxBytes, signal),
@@ -422,45 +395,15 @@ export class UserAgent extends AIChatAgent<Env> {
     };
   }
 
-  /** Replaces every image in the conversation by a word. */
-  async #forgetImages(): Promise<void> {
-    if (!this.messages.some((m) => m.parts.some((p) => p.type === "file"))) return;
-    await this.persistMessages(this.messages.map(withoutImages));
-  }
-
-  /** Removes the assistant messages that follow the user message `id`. */
-  async #dropReplyTo(id: string): Promise<void> {
-    await this.#dropMessages(replyIds(this.messages, id));
-  }
-
   async #dropMessages(ids: string[]): Promise<void> {
     if (ids.length === 0) return;
     await this.sessions.session().deleteMessages(ids);
     this.messages = this.messages.filter((m) => !ids.includes(m.id));
   }
 
-  /**
-   * The inbox gave up on an item: the person's message stays in the conversation with the apology
-   * after it (they see it in the web app), and a dead letter is recorded for operators.
-   */
+  /** The inbox gave up on an item: kept in the conversation with the apology, and a dead letter for operators. */
   async #setAside(item: InboxItem, outcome: "failed" | "dead", error: string): Promise<void> {
-    if (item.kind === "message" && item.text.trim()) {
-      await this.#dropReplyTo(item.id);
-      const source = sourceOf(item);
-      const present = this.messages.some((m) => m.id === item.id);
-      const apology: UIMessage = {
-        id: `apology-${item.id}`,
-        role: "assistant",
-        parts: [{ type: "text", text: APOLOGY }],
-        metadata: { at: new Date().toISOString() },
-      };
-      // A photo given up on leaves its bytes behind too.
-      await this.persistMessages([
-        ...this.messages.filter((m) => m.id !== apology.id).map(withoutImages),
-        ...(present ? [] : [userMessage(item.id, item.text, source, new Date(item.received_at))]),
-        apology,
-      ]);
-    }
+    await keepWithApology(this.#conversationHost(), item);
     if (outcome === "dead") await deadLetters(this.env).add(deadLetterOf(this.userId, item, error));
   }
 

@@ -64,6 +64,8 @@ const ConfigFields = z.object({
   GOOGLE_TOKEN_URL: z.url().default("https://oauth2.googleapis.com/token"),
   INNGEST_EVENT_KEY: optional,
   INNGEST_SIGNING_KEY: optional,
+  /** The previous signing key, accepted besides INNGEST_SIGNING_KEY while a key rotation is under way. */
+  INNGEST_SIGNING_KEY_FALLBACK: optional,
   /** The Inngest API (Inngest Cloud when unset; a dev server or a test stand-in otherwise). */
   INNGEST_BASE_URL: z.url().optional(),
   /** Set (to 1 or a dev server URL) to talk to a local Inngest dev server, unsigned. */

@@ -16,12 +16,20 @@ export type InngestClient = Inngest<{ id: typeof INNGEST_APP_ID }>;
 
 const clients = new WeakMap<Config, InngestClient>();
 
-/** Client options from the validated config (event key, API base URL, dev mode). */
+/**
+ * Client options from the validated config (event key, signing key and its rotation fallback, API base
+ * URL, dev mode). The signing keys are the client's in inngest v4 (serve() takes none): with them
+ * explicit, serve() verifies with the keys of the validated config, not with what the SDK itself reads
+ * from the request's env.
+ */
 export function clientOptions(config: Config) {
   const dev = config.INNGEST_DEV;
   return {
     id: INNGEST_APP_ID,
     ...(config.INNGEST_EVENT_KEY ? { eventKey: config.INNGEST_EVENT_KEY } : {}),
+    ...(config.INNGEST_SIGNING_KEY ? { signingKey: config.INNGEST_SIGNING_KEY } : {}),
+    // A key rotation: Inngest keeps signing with the old key until the new one is promoted.
+    ...(config.INNGEST_SIGNING_KEY_FALLBACK ? { signingKeyFallback: config.INNGEST_SIGNING_KEY_FALLBACK } : {}),
     ...(config.INNGEST_BASE_URL ? { baseUrl: config.INNGEST_BASE_URL } : dev && /^https?:/.test(dev) ? { baseUrl: dev } : {}),
     // Always explicit: left unset, the SDK would read INNGEST_DEV from the env itself (production ignores it).
     isDev: Boolean(dev),

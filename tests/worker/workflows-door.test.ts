@@ -6,7 +6,9 @@
 import { env } from "cloudflare:workers";
 import canonicalize from "canonicalize";
 import { describe, expect, it } from "vitest";
+import { clientOptions } from "../../agents/workflows/client";
 import { inngestSignature } from "../../agents/workflows/signature";
+import { loadConfig } from "../../platform/config";
 import { call, callWithEnv, countedBody } from "./helpers";
 
 const RUN = "/api/workflows?fnId=soma-fact-extract&stepId=step";
@@ -197,5 +199,62 @@ describe("dev mode (no signatures): the same limits before the SDK parses", () =
 
   it("an unsigned run request runs", async () => {
     await expectStepRan(await send("POST", JSON.stringify(runRequest()), {}, DEV));
+  });
+});
+
+describe("a signing key rotation (issue 25, item 11): INNGEST_SIGNING_KEY_FALLBACK is honoured by the door and the SDK", () => {
+  // Inngest's rotation: the new key becomes INNGEST_SIGNING_KEY and the old one INNGEST_SIGNING_KEY_FALLBACK
+  // until the new key is promoted; meanwhile Inngest still signs with the old one.
+  const newKey = `signkey-prod-${"1a".repeat(32)}`;
+  const oldKey = `signkey-prod-${"2b".repeat(32)}`;
+  const unknownKey = `signkey-prod-${"3c".repeat(32)}`;
+  const rotating = { INNGEST_SIGNING_KEY: newKey, INNGEST_SIGNING_KEY_FALLBACK: oldKey };
+
+  it("a run signed with the fallback (the old key) → the step runs; signed with the new key → runs too", async () => {
+    const old = canonicalize(runRequest())!;
+    await expectStepRan(await send("POST", old, { "x-inngest-signature": await inngestSignature(old, oldKey) }, rotating));
+    const fresh = canonicalize(runRequest())!;
+    await expectStepRan(await send("POST", fresh, { "x-inngest-signature": await inngestSignature(fresh, newKey) }, rotating));
+  });
+
+  it("signed over the canonical form with the fallback while the bytes are not canonical → the step runs", async () => {
+    const request = runRequest();
+    const response = await send(
+      "POST",
+      JSON.stringify(request, null, 2),
+      { "x-inngest-signature": await inngestSignature(canonicalize(request)!, oldKey) },
+      rotating,
+    );
+    await expectStepRan(response);
+  });
+
+  it("a run signed with a key that is neither → 401 at the door, before the SDK", async () => {
+    const body = canonicalize(runRequest())!;
+    const response = await send("POST", body, { "x-inngest-signature": await inngestSignature(body, unknownKey) }, rotating);
+    expect(response.status).toBe(401);
+    expect(await errorOf(response)).toMatchObject({ code: "unauthorized", message: expect.stringMatching(/does not match/) });
+  });
+
+  it("once the rotation is over (no fallback), the old key is refused", async () => {
+    const body = canonicalize(runRequest())!;
+    const response = await send("POST", body, { "x-inngest-signature": await inngestSignature(body, oldKey) }, { INNGEST_SIGNING_KEY: newKey });
+    expect(response.status).toBe(401);
+    expect((await errorOf(response)).code).toBe("unauthorized");
+  });
+
+  it("the introspection signed with the fallback is answered by the SDK, which knows the fallback", async () => {
+    const response = await callWithEnv(rotating, "/api/workflows", { headers: { "x-inngest-signature": await inngestSignature("", oldKey) } });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { authentication_succeeded?: boolean; signing_key_fallback_hash?: string | null };
+    expect(body.authentication_succeeded).toBe(true);
+    expect(body.signing_key_fallback_hash).toMatch(/^[0-9a-f]{12}$/);
+    const unknown = await callWithEnv(rotating, "/api/workflows", { headers: { "x-inngest-signature": await inngestSignature("", unknownKey) } });
+    expect(unknown.status).toBe(401);
+  });
+
+  it("the SDK's client takes the fallback from the validated configuration, not from its own reading of the env", () => {
+    const config = loadConfig({ ...env, ...rotating });
+    expect(clientOptions(config)).toMatchObject({ signingKey: newKey, signingKeyFallback: oldKey });
+    expect(clientOptions(loadConfig({ ...env, INNGEST_SIGNING_KEY: newKey }))).not.toHaveProperty("signingKeyFallback");
   });
 });

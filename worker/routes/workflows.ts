@@ -1,7 +1,8 @@
 // GET | PUT | POST /api/workflows: Inngest's serve handler with the eight functions.
 //   GET   introspection: has_event_key, has_signing_key, mode, function_count (signed in cloud mode)
 //   PUT   sync: registers the functions with Inngest (npm run deploy's, unsigned; or Inngest's in-band one, signed)
-//   POST  a function run (signed by Inngest with INNGEST_SIGNING_KEY)
+//   POST  a function run (signed by Inngest with INNGEST_SIGNING_KEY, or during a key rotation with
+//         INNGEST_SIGNING_KEY_FALLBACK, the old key, until the new one is promoted in Inngest)
 // The functions are built per request around this request's database connection.
 //
 // The door before serve() (issue 19, finding 1): the SDK parses a body before it checks the signature,
@@ -67,7 +68,7 @@ export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", asyn
     client: inngest,
     functions: list,
     servePath: "/api/workflows",
-    ...(config.INNGEST_SIGNING_KEY ? { signingKey: config.INNGEST_SIGNING_KEY } : {}),
+    // The signing key and its fallback are the client's (clientOptions): inngest v4's serve() takes none.
     ...(config.APP_BASE_URL ? { serveOrigin: config.APP_BASE_URL } : {}),
   });
   try {
@@ -80,9 +81,15 @@ export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", asyn
   }
 });
 
-/** The keys a signature is checked with: in cloud mode only, as the SDK (INNGEST_DEV means dev mode; production strips it). */
+/**
+ * The keys a signature is checked with, as the SDK checks them: the signing key, then the fallback of a
+ * key rotation (INNGEST_SIGNING_KEY_FALLBACK, the old key Inngest signs with until the new one is
+ * promoted). In cloud mode only (INNGEST_DEV means dev mode; production strips it); a fallback without
+ * a signing key opens nothing, as in the SDK, which then refuses every signed request.
+ */
 function signingKeysOf(config: Config): string[] {
-  return !config.INNGEST_DEV && config.INNGEST_SIGNING_KEY ? [config.INNGEST_SIGNING_KEY] : [];
+  if (config.INNGEST_DEV || !config.INNGEST_SIGNING_KEY) return [];
+  return config.INNGEST_SIGNING_KEY_FALLBACK ? [config.INNGEST_SIGNING_KEY, config.INNGEST_SIGNING_KEY_FALLBACK] : [config.INNGEST_SIGNING_KEY];
 }
 
 /** The request's signature, refused (401) before its body is read; null where none is needed. */

@@ -36,8 +36,11 @@ const SAFE_LINK = /^(?:https?:\/\/|mailto:|tg:\/\/)/i;
 /** `markdown` as one or more Telegram messages, each at most `limit` characters after parsing. */
 export function formatForTelegram(markdown: string, limit = TELEGRAM_MESSAGE_LIMIT): FormattedMessage[] {
   const blocks = renderBlocks(marked.lexer(markdown, { gfm: true }), []);
-  const messages = pack(blocks, limit).map(toMessage);
-  return messages.length > 0 ? messages : [{ html: escapeHtml(markdown.trim()), plain: markdown.trim() }];
+  // Markdown that renders to nothing (only link-reference definitions, say) goes out as it was written,
+  // through the same packing and splitting as any reply: one message past the limit would be refused by
+  // Telegram as HTML and again as plain text, and the reply lost (issue 25).
+  const messages = pack(blocks.length > 0 ? blocks : [[{ text: markdown.trim(), tags: [] }]], limit).map(toMessage);
+  return messages.length > 0 ? messages : [{ html: "", plain: "" }];
 }
 
 /** Each top-level block as its segments (blocks are separated by a blank line when sent). */

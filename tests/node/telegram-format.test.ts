@@ -100,6 +100,18 @@ describe("formatForTelegram", () => {
     expect(formatForTelegram("   ")[0]!.plain).toBe("");
     expect(seen("[]()")).toHaveLength(1);
   });
+
+  it("splits text that renders to nothing like any other, when it is longer than a message (issue 25)", () => {
+    // Only link-reference definitions: no block to render, so the words go out as written, in pieces.
+    const definitions = Array.from({ length: 120 }, (_, i) => `[ref-${i}]: https://example.com/a/long/path/${i} "Title ${i}"`);
+    const markdown = definitions.join("\n");
+    expect(markdown.length).toBeGreaterThan(TELEGRAM_MESSAGE_LIMIT);
+    const views = seen(markdown);
+    expect(views.length).toBeGreaterThan(1);
+    for (const view of views) expect(view.text.length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
+    expect(views.map((v) => v.text).join("\n")).toBe(markdown);
+    expect(seen("x".repeat(9000), 4096).map((v) => v.text.length)).toEqual([4096, 4096, 808]);
+  });
 });
 
 describe("the stand-in's parse mode refuses what Telegram refuses", () => {

@@ -106,6 +106,19 @@ describe("the model's Markdown in Telegram", () => {
     }
   });
 
+  it("splits a reply that renders to nothing but is longer than a message, so none of it is refused (issue 25)", async () => {
+    const chatId = newChatId();
+    // Only link-reference definitions: Markdown with no block to render goes out as written, in pieces.
+    const markdown = Array.from({ length: 120 }, (_, i) => `[ref-${i}]: https://example.com/a/long/path/${i}`).join("\n");
+    expect(markdown.length).toBeGreaterThan(TELEGRAM_MESSAGE_LIMIT);
+    await sender().sendMarkdown(chatId, markdown);
+    const calls = await botCalls(chatId, "");
+    expect(calls.map((c) => c.method).filter((m) => m.includes(":"))).toEqual([]);
+    expect(calls.length).toBeGreaterThan(1);
+    for (const call of calls) expect(call.view!.text.length).toBeLessThanOrEqual(TELEGRAM_MESSAGE_LIMIT);
+    expect(calls.map((c) => c.view!.text).join("\n")).toBe(markdown);
+  });
+
   it("shows a draft of the reply as it is written, half-written Markdown closed", async () => {
     const chatId = newChatId();
     expect(await sender().draft(chatId, 7, "You read **Du")).toBe("shown");

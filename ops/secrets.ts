@@ -1,8 +1,14 @@
 // `npm run secrets:check [-- --env-file F]`: the spec's 23 secrets, looked up in the environment and
 // F; prints `filled N/23` and the missing names — never a value — and exits 0 only at 23/23. The
 // setup and operator values that are not among the 23 (DATABASE_WORKER_PASSWORD for db:setup,
-// OPS_TOKEN, the PostHog deletion keys) get a line of their own, `setup and operator values, not among
-// the 23: k/m set; not set: NAME (setup|optional: what it is)`, which never changes the exit code.
+// OPS_TOKEN, the PostHog deletion keys, the Pub/Sub push's OIDC audience and service account,
+// INNGEST_SIGNING_KEY_FALLBACK) get a line of their own, `setup and operator values, not among the 23:
+// k/m set; not set: NAME (setup|optional|recommended|rotation only: what it is)`, then, when there is
+// one, a warning naming the recommended values that are not set (`warning: recommended for production
+// and not set: …`: the OIDC audience and service account, without which the mail intake trusts its
+// ?token= alone, a value that travels in every push URL) and a reminder when a rotation's fallback is
+// set (`rotation under way: …`: it keeps the old signing key valid until removed). None of these
+// lines changes the exit code, and the 23 stay 23.
 // `npm run secrets:push -- --env-file F`: copies the names of both groups that the Worker reads
 // (CONFIG_KEYS) and that are set to the Worker's secrets with `wrangler secret bulk` (values go
 // through wrangler's stdin, never the command line or the terminal): DATABASE_URL and
@@ -10,8 +16,8 @@
 //
 // How the 23 are determined: .env.example is the one list. Its uncommented KEY= lines above the
 // header line starting `# === Not among the spec's 23` are the spec's secrets; those below it are the
-// setup and operator values, each under a comment whose first line starts `# Setup:` or `# Optional:`
-// (the rest of that line is what the report says about it). Commented `# KEY=` lines are neither.
+// setup and operator values, each under a comment whose first line starts `# Setup:`, `# Optional:`,
+// `# Recommended:` or `# Rotation:` (the rest of that line is what the report says about it). Commented `# KEY=` lines are neither.
 // Both commands refuse to run (exit 1) when the header is missing, a name appears twice, an extra has
 // no label, or the names above the header are not exactly 23: a new name has to be put in a group.
 import { readFileSync } from "node:fs";
@@ -28,9 +34,13 @@ export const EXTRA_GROUP_HEADER = "# === Not among the spec's 23";
 /** A name of .env.example that is not one of the spec's secrets. */
 export interface ExtraValue {
   name: string;
-  /** setup: needed by a setup command (db:setup); optional: the service runs without it. */
-  kind: "setup" | "optional";
-  /** What it is, from its `# Setup:` / `# Optional:` comment. */
+  /**
+   * setup: needed by a setup command (db:setup); optional: the service runs without it; recommended:
+   * the service runs without it, but production should not (a warning); rotation: set only while a key
+   * is rotated (a reminder when set).
+   */
+  kind: "setup" | "optional" | "recommended" | "rotation";
+  /** What it is, from its `# Setup:` / `# Optional:` / `# Recommended:` / `# Rotation:` comment. */
   note: string;
 }
 
@@ -43,7 +53,15 @@ export interface EnvExample {
 }
 
 const KEY_LINE = /^([A-Z][A-Z0-9_]*)=/;
-const LABEL_LINE = /^#\s*(Setup|Optional):\s*(.+?)\.?\s*$/;
+const LABEL_LINE = /^#\s*(Setup|Optional|Recommended|Rotation):\s*(.+?)\.?\s*$/;
+const KINDS = { Setup: "setup", Optional: "optional", Recommended: "recommended", Rotation: "rotation" } as const;
+/** How the report names a kind. */
+const KIND_LABEL: Record<ExtraValue["kind"], string> = {
+  setup: "setup",
+  optional: "optional",
+  recommended: "recommended",
+  rotation: "rotation only",
+};
 
 /** The two groups of .env.example (its text given for tests); throws when they have drifted. */
 export function parseEnvExample(text: string): EnvExample {
@@ -70,9 +88,9 @@ export function parseEnvExample(text: string): EnvExample {
       const label = blockStart === undefined ? null : LABEL_LINE.exec(blockStart);
       if (!label)
         throw new Error(
-          `.env.example: ${name} is below "${EXTRA_GROUP_HEADER}" without a comment starting "# Setup:" or "# Optional:" right above it`,
+          `.env.example: ${name} is below "${EXTRA_GROUP_HEADER}" without a comment starting "# Setup:", "# Optional:", "# Recommended:" or "# Rotation:" right above it`,
         );
-      extras.push({ name, kind: label[1] === "Setup" ? "setup" : "optional", note: label[2]! });
+      extras.push({ name, kind: KINDS[label[1] as keyof typeof KINDS], note: label[2]! });
     } else {
       spec.push(name);
     }
@@ -117,6 +135,8 @@ export interface SecretsCheck {
   missing: string[];
   /** The setup and operator values: reported, never counted. */
   extras: { set: string[]; unset: string[] };
+  /** The recommended values that are not set (warned about, never failing the check). */
+  warnings: string[];
 }
 
 export function checkSecrets(environment: NodeJS.ProcessEnv, envFile?: string, log = console.log): SecretsCheck {
@@ -129,10 +149,18 @@ export function checkSecrets(environment: NodeJS.ProcessEnv, envFile?: string, l
   const unset = extras.filter((e) => !settings[e.name]);
   const set = extras.filter((e) => settings[e.name]).map((e) => e.name);
   if (extras.length) {
-    const notSet = unset.length ? `; not set: ${unset.map((e) => `${e.name} (${e.kind}: ${e.note})`).join(", ")}` : "";
+    const notSet = unset.length ? `; not set: ${unset.map((e) => `${e.name} (${KIND_LABEL[e.kind]}: ${e.note})`).join(", ")}` : "";
     log(`setup and operator values, not among the ${SPEC_SECRET_COUNT}: ${set.length}/${extras.length} set${notSet}`);
   }
-  return { filled, total: spec.length, missing, extras: { set, unset: unset.map((e) => e.name) } };
+  const warned = unset.filter((e) => e.kind === "recommended");
+  if (warned.length) log(`warning: recommended for production and not set: ${warned.map((e) => `${e.name} (${e.note})`).join(", ")}`);
+  for (const e of extras.filter((x) => x.kind === "rotation" && settings[x.name])) {
+    log(
+      `rotation under way: ${e.name} is set (${e.note}); remove it from the env file and the Worker ` +
+        `(npx wrangler secret delete ${e.name}) once the rotation is complete: until then the old key stays valid`,
+    );
+  }
+  return { filled, total: spec.length, missing, extras: { set, unset: unset.map((e) => e.name) }, warnings: warned.map((e) => e.name) };
 }
 
 export async function pushSecrets(environment: NodeJS.ProcessEnv, envFile: string, log = console.log): Promise<string[]> {

@@ -1,9 +1,11 @@
 // Guards `npm run secrets:check` and `npm run secrets:push`. .env.example is the one list of names:
 // above its "=== Not among the spec's 23" header the spec's 23 secrets (secrets:check counts them,
 // `filled N/23`, exit 0 only at 23/23), below it the setup and operator values (the Worker's login
-// password for db:setup, OPS_TOKEN, the optional PostHog deletion keys), reported on a line of their
-// own that never fails the check. secrets:push copies what the Worker reads, from both groups;
-// wrangler is tests/node/fixtures/wrangler-stub.mjs (WRANGLER_BIN).
+// password for db:setup, OPS_TOKEN, the optional PostHog deletion keys, the Pub/Sub push's OIDC
+// audience and service account that production should set, and INNGEST_SIGNING_KEY_FALLBACK, set only
+// during a signing key rotation), reported on lines of their own that never fail the check.
+// secrets:push copies what the Worker reads, from both groups; wrangler is
+// tests/node/fixtures/wrangler-stub.mjs (WRANGLER_BIN).
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -37,7 +39,21 @@ const SPEC_23 = [
   "CLOUDFLARE_ACCOUNT_ID",
   "CLOUDFLARE_API_TOKEN",
 ];
-const EXTRAS = ["DATABASE_WORKER_PASSWORD", "OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID"];
+const EXTRAS = [
+  "DATABASE_WORKER_PASSWORD",
+  "OPS_TOKEN",
+  "POSTHOG_PERSONAL_API_KEY",
+  "POSTHOG_PROJECT_ID",
+  "PUBSUB_PUSH_AUDIENCE",
+  "PUBSUB_PUSH_SERVICE_ACCOUNT",
+  "INNGEST_SIGNING_KEY_FALLBACK",
+];
+/** The extras that are not about the Pub/Sub push's OIDC token or a rotation (no warning, no rotation line). */
+const PLAIN_EXTRAS = EXTRAS.slice(0, 4);
+const OIDC = ["PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT"];
+const OIDC_WARNING =
+  /^warning: recommended for production and not set: PUBSUB_PUSH_AUDIENCE \([^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \([^()]+\)$/;
+const ROTATION_LINE = /^rotation under way: INNGEST_SIGNING_KEY_FALLBACK is set \(.+\); remove it .*wrangler secret delete INNGEST_SIGNING_KEY_FALLBACK/;
 
 const values = Object.fromEntries([...SPEC_23, ...EXTRAS].map((name, i) => [name, `value-${i}-${name.toLowerCase()}-s3cr3t`]));
 const envFile = (names: string[]) => {
@@ -67,6 +83,9 @@ describe("the names in .env.example", () => {
       ["OPS_TOKEN", "optional"],
       ["POSTHOG_PERSONAL_API_KEY", "optional"],
       ["POSTHOG_PROJECT_ID", "optional"],
+      ["PUBSUB_PUSH_AUDIENCE", "recommended"],
+      ["PUBSUB_PUSH_SERVICE_ACCOUNT", "recommended"],
+      ["INNGEST_SIGNING_KEY_FALLBACK", "rotation"],
     ]);
     for (const extra of extraValues()) expect(extra.note).toMatch(/\w/);
   });
@@ -80,7 +99,7 @@ describe("the names in .env.example", () => {
       /Not among the spec's 23/,
     );
     expect(() => parseEnvExample(text.replace("# Optional: bearer", "# A note without its label\nNEW_VALUE=\n# Optional: bearer"))).toThrow(
-      /NEW_VALUE.*"# Setup:" or "# Optional:"/s,
+      /NEW_VALUE.*"# Setup:", "# Optional:", "# Recommended:" or "# Rotation:"/s,
     );
     expect(() => parseEnvExample(text.replace("OPS_TOKEN=", "APP_BASE_URL=\nOPS_TOKEN="))).toThrow(/APP_BASE_URL.*twice/);
   });
@@ -100,29 +119,63 @@ describe("npm run secrets:check", () => {
     expect(partial.lines.slice(0, 2)).toEqual(["filled 22/23", "missing: SENTRY_DSN"]);
   });
 
-  it("reports the setup and operator values on a line of their own that never fails the 23", () => {
+  it("reports the setup and operator values on lines of their own that never fail the 23", () => {
     const none = check(SPEC_23);
     expect(none.extras).toEqual({ set: [], unset: EXTRAS });
-    expect(none.lines).toHaveLength(2);
+    expect(none.lines).toHaveLength(3);
     expect(none.lines[1]).toMatch(
-      /^setup and operator values, not among the 23: 0\/4 set; not set: DATABASE_WORKER_PASSWORD \(setup: [^()]+\), OPS_TOKEN \(optional: [^()]+\), POSTHOG_PERSONAL_API_KEY \(optional: [^()]+\), POSTHOG_PROJECT_ID \(optional: [^()]+\)$/,
+      /^setup and operator values, not among the 23: 0\/7 set; not set: DATABASE_WORKER_PASSWORD \(setup: [^()]+\), OPS_TOKEN \(optional: [^()]+\), POSTHOG_PERSONAL_API_KEY \(optional: [^()]+\), POSTHOG_PROJECT_ID \(optional: [^()]+\), PUBSUB_PUSH_AUDIENCE \(recommended: [^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \(recommended: [^()]+\), INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]+\)$/,
     );
+    expect(none.lines[2]).toMatch(OIDC_WARNING);
 
-    const some = check([...SPEC_23, "DATABASE_WORKER_PASSWORD"]);
+    const some = check([...SPEC_23, "DATABASE_WORKER_PASSWORD", ...OIDC]);
     expect(some).toMatchObject({
       filled: 23,
       total: 23,
       missing: [],
-      extras: { set: ["DATABASE_WORKER_PASSWORD"], unset: EXTRAS.slice(1) },
+      extras: { set: ["DATABASE_WORKER_PASSWORD", ...OIDC], unset: ["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID", "INNGEST_SIGNING_KEY_FALLBACK"] },
     });
-    expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 1\/4 set; not set: OPS_TOKEN \(optional: /);
+    expect(some.lines).toHaveLength(2);
+    expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 3\/7 set; not set: OPS_TOKEN \(optional: /);
 
     const every = check([...SPEC_23, ...EXTRAS]);
-    expect(every.lines).toEqual(["filled 23/23", "setup and operator values, not among the 23: 4/4 set"]);
+    expect(every.lines.slice(0, 2)).toEqual(["filled 23/23", "setup and operator values, not among the 23: 7/7 set"]);
+    expect(every.lines[2]).toMatch(ROTATION_LINE);
+    expect(every.lines).toHaveLength(3);
 
     // The extras count with the missing secrets, never in them.
-    const short = check([...SPEC_23.slice(1), ...EXTRAS]);
-    expect(short.lines).toEqual(["filled 22/23", "missing: APP_BASE_URL", "setup and operator values, not among the 23: 4/4 set"]);
+    const short = check([...SPEC_23.slice(1), ...PLAIN_EXTRAS, ...OIDC]);
+    expect(short.lines).toEqual([
+      "filled 22/23",
+      "missing: APP_BASE_URL",
+      "setup and operator values, not among the 23: 6/7 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
+    ]);
+  });
+
+  it("issue 25: lists INNGEST_SIGNING_KEY_FALLBACK apart, rotation only, and the 23 stay 23 with or without it", () => {
+    expect(secretNames()).toHaveLength(23);
+    expect(secretNames()).not.toContain("INNGEST_SIGNING_KEY_FALLBACK");
+    expect(extraValues().find((v) => v.name === "INNGEST_SIGNING_KEY_FALLBACK")).toMatchObject({ kind: "rotation" });
+    const without = check([...SPEC_23, ...OIDC]);
+    expect(without).toMatchObject({ filled: 23, total: 23, missing: [] });
+    expect(without.lines[1]).toContain("not set: DATABASE_WORKER_PASSWORD (setup: ");
+    expect(without.lines[1]).toMatch(/INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]*rotation[^()]*\)$/);
+    expect(without.lines).toHaveLength(2);
+    // Set (a rotation under way): still 23/23, and a reminder to remove it once the new key is promoted.
+    const during = check([...SPEC_23, ...OIDC, "INNGEST_SIGNING_KEY_FALLBACK"]);
+    expect(during).toMatchObject({ filled: 23, total: 23, missing: [] });
+    expect(during.lines[2]).toMatch(ROTATION_LINE);
+  });
+
+  it("issue 25: warns when production lacks the Pub/Sub push's OIDC audience or service account, never failing the check", () => {
+    expect(check(SPEC_23).lines[2]).toMatch(OIDC_WARNING);
+    const halfway = check([...SPEC_23, "PUBSUB_PUSH_AUDIENCE"]);
+    expect(halfway.lines[2]).toMatch(/^warning: recommended for production and not set: PUBSUB_PUSH_SERVICE_ACCOUNT \([^()]+\)$/);
+    expect(check([...SPEC_23, ...OIDC]).lines.join("\n")).not.toMatch(/warning/);
+    const command = run(SPEC_23);
+    expect(command.status).toBe(0);
+    expect(command.stdout).toMatch(/^warning: recommended for production and not set: PUBSUB_PUSH_AUDIENCE \(/m);
+    expect(command.stdout).toMatch(/\?token=/); // the reason: the query token alone, in every push URL
   });
 
   it("exits 0 at 23/23 without the setup and operator values, 1 below 23 (the command itself)", () => {
@@ -131,10 +184,10 @@ describe("npm run secrets:check", () => {
     expect(full.stdout.split("\n")[0]).toBe("filled 23/23");
     expect(full.stdout).toContain("not set: DATABASE_WORKER_PASSWORD (setup: ");
 
-    const everything = run([...SPEC_23, ...EXTRAS]);
+    const everything = run([...SPEC_23, ...PLAIN_EXTRAS, ...OIDC]);
     expect([everything.status, everything.stdout.trim()]).toEqual([
       0,
-      "filled 23/23\nsetup and operator values, not among the 23: 4/4 set",
+      "filled 23/23\nsetup and operator values, not among the 23: 6/7 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
     ]);
 
     const short = run([...SPEC_23.slice(1), ...EXTRAS]);
@@ -159,8 +212,8 @@ describe("npm run secrets:push", () => {
       );
       // Not DATABASE_URL and DATABASE_WORKER_PASSWORD (db:setup and Hyperdrive), not CLOUDFLARE_* (deploys).
       expect(pushed).toEqual([...SPEC_23, ...EXTRAS].filter((n) => CONFIG_KEYS.includes(n)));
-      expect(pushed).toHaveLength(23);
-      expect(pushed).toContain("OPS_TOKEN");
+      expect(pushed).toHaveLength(26);
+      expect(pushed).toEqual(expect.arrayContaining(["OPS_TOKEN", "PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT", "INNGEST_SIGNING_KEY_FALLBACK"]));
       for (const name of ["DATABASE_URL", "DATABASE_WORKER_PASSWORD", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN"])
         expect(pushed).not.toContain(name);
       const stored = readStub().secrets;

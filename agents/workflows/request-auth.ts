@@ -3,7 +3,9 @@
 // verifies the signature over it after, so an unsigned JSON bomb was built in full before its 401. The
 // route checks here what needs no body (a signature present, well formed, its time within Inngest's five
 // minutes) before reading a byte, and the body once it has been read under its caps, before serve()
-// runs; the SDK then verifies again.
+// runs; the SDK then verifies again. The keys are the signing key and, during a key rotation, its
+// fallback INNGEST_SIGNING_KEY_FALLBACK (the old key, which Inngest signs with until the new one is
+// promoted), tried in that order as the SDK does (RequestSignature.verifySignature).
 //
 // Over which text: the SDK verifies the HMAC over canonicalize(JSON.parse(body)), RFC 8785's canonical
 // JSON (the `canonicalize` package), not over the bytes received. Inngest's executor happens to send the

@@ -1,9 +1,11 @@
 // POST /api/webhooks/mail inside workerd: the token, the push's OIDC token (signed by the JWKS
 // stand-in), the Pub/Sub envelope, garbage and duplicates. What reaches Inngest is read back from the
-// Inngest stand-in; nothing but a valid notification for a connected mailbox is ever sent.
+// Inngest stand-in; nothing but a valid notification for a connected mailbox is ever sent. Issue 25,
+// item 10: the query token, which travels in every push URL, opens nothing alone while the OIDC
+// audience is set, and reaches neither Sentry, Axiom nor the console (what Workers Logs records).
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
-import { call, callWithEnv, connectMailbox, envelope, pushToken } from "./helpers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, callWithEnv, connectMailbox, envelope, eventually, pushToken } from "./helpers";
 
 interface SentEvent {
   id: string;
@@ -160,3 +162,110 @@ describe("bad input", () => {
     expect(events.some((e) => e.id === `gmail-push-${body.message.messageId}`)).toBe(false);
   });
 });
+
+describe("issue 25, item 10: the query token travels in every push URL", () => {
+  afterEach(() => vi.restoreAllMocks());
+
+  it("alone opens nothing while PUBSUB_PUSH_AUDIENCE is set (production): Google's signed token for this audience and account is required too", async () => {
+    const { userId, email } = await connectMailbox();
+    const body = envelope({ emailAddress: email, historyId: "4242" });
+    // Someone who read the URL (a log, a proxy, a screenshot) has the token, and nothing Google signed for us.
+    expect(await expectError(await push(body, { bearer: null }), 401)).toBe("unauthorized");
+    expect(await expectError(await push(body, { bearer: "not-a-jwt" }), 401)).toBe("unauthorized");
+    // A token Google signed for someone else's push endpoint, or for another service account, is not ours.
+    expect(await expectError(await push(body, { bearer: await pushToken({ aud: "https://attacker.example/push" }) }), 401)).toBe(
+      "unauthorized",
+    );
+    expect(
+      await expectError(await push(body, { bearer: await pushToken({ email: "attacker@evil.iam.gserviceaccount.com" }) }), 401),
+    ).toBe("unauthorized");
+    expect(await sentFor(userId)).toEqual([]);
+    // The spec's token stays required: Google's token without it is refused too.
+    expect(await expectError(await push(body, { token: null }), 401)).toBe("unauthorized");
+    expect(await sentFor(userId)).toEqual([]);
+    // Both: accepted.
+    expect((await push(body)).status).toBe(204);
+    expect(await sentFor(userId)).toHaveLength(1);
+  });
+
+  it("reaches neither Sentry (URL without its query), Axiom nor the console on a real fault of the intake", async () => {
+    const { email } = await connectMailbox();
+    const lines = captureConsole();
+    const before = (await received("sentry")).length;
+    // Postgres unreachable while the intake looks up the mailbox: a 500, reported to Sentry with the request.
+    const response = await callWithEnv(
+      { HYPERDRIVE: { connectionString: "postgres://soma:pw@127.0.0.1:9/soma" } },
+      `/api/webhooks/mail?token=${encodeURIComponent(env.MAIL_PUSH_TOKEN)}&x=1`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${await pushToken()}` },
+        body: JSON.stringify(envelope({ emailAddress: email, historyId: "9" })),
+      },
+    );
+    expect(response.status).toBe(500);
+    const requestId = response.headers.get("x-request-id")!;
+    const events = await eventually(
+      async () => (await received("sentry")).slice(before).filter((r) => r.body.includes(requestId)),
+      (r) => r.length > 0,
+    );
+    expect(events).toHaveLength(1);
+    const event = events[0]!.body
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((i) => "exception" in i) as { tags: Record<string, string>; request: { url: string; query_string?: unknown } };
+    expect(event.tags.route).toMatch(/^\/api\/webhooks\/mail/);
+    // Not "?token=[redacted]": no query at all, whatever its value.
+    expect(event.request.url).toBe("https://soma.test/api/webhooks/mail");
+    expect(event.request.query_string).toBeUndefined();
+    expect(events[0]!.body).not.toContain(env.MAIL_PUSH_TOKEN);
+    expect(events[0]!.body).not.toMatch(/token=/);
+
+    const axiom = await eventually(
+      async () => (await received("axiom")).filter((r) => r.body.includes(requestId)),
+      (r) => r.length > 0,
+    );
+    const [line] = axiom.flatMap((r) => JSON.parse(r.body) as Array<Record<string, unknown>>).filter((l) => l.requestId === requestId);
+    expect(line).toMatchObject({ kind: "request", route: "/api/webhooks/mail", status: 500 });
+    for (const text of [...axiom.map((r) => r.body), lines.join("\n")]) {
+      expect(text).not.toContain(env.MAIL_PUSH_TOKEN);
+      expect(text).not.toMatch(/[?&]token=/);
+    }
+    expect(lines.join("\n")).toContain(requestId);
+  });
+
+  it("a wrong token (say, an old one) is in no log line either: refused, and named nowhere", async () => {
+    const lines = captureConsole();
+    const probe = `old-push-token-${crypto.randomUUID()}`;
+    const response = await push(envelope({ emailAddress: "a@b.example", historyId: "1" }), { token: probe });
+    expect(response.status).toBe(401);
+    const requestId = response.headers.get("x-request-id")!;
+    const axiom = await eventually(
+      async () => (await received("axiom")).filter((r) => r.body.includes(requestId)),
+      (r) => r.length > 0,
+    );
+    expect(axiom.length).toBeGreaterThan(0);
+    for (const text of [...axiom.map((r) => r.body), lines.join("\n")]) {
+      expect(text).not.toContain(probe);
+      expect(text).not.toMatch(/[?&]token=/);
+    }
+  });
+});
+
+/** What a telemetry stand-in received (tests/setup/stand-ins.ts). */
+async function received(sink: "axiom" | "sentry"): Promise<Array<{ body: string }>> {
+  return (await (await fetch(`${env.STAND_IN_URL}/__telemetry?sink=${sink}`)).json()) as Array<{ body: string }>;
+}
+
+/** Every console line from now on (what Workers Logs would record), still printed. */
+function captureConsole(): string[] {
+  const lines: string[] = [];
+  for (const level of ["log", "info", "warn", "error", "debug"] as const) {
+    const original = console[level].bind(console);
+    vi.spyOn(console, level).mockImplementation((...args: unknown[]) => {
+      lines.push(args.map((a) => (typeof a === "string" ? a : JSON.stringify(a))).join(" "));
+      original(...args);
+    });
+  }
+  return lines;
+}

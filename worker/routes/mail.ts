@@ -6,6 +6,24 @@
 // would redeliver anything else forever. A valid notification becomes `mail/notification.received`
 // with the Pub/Sub message id as event id (a redelivery is the same event) → 204. Only failing to hand
 // it to Inngest answers 503, so that Pub/Sub tries again and nothing is lost.
+//
+// Why two credentials (issue 25, item 10). The query token is the spec's ("guarded by the `token`
+// query parameter"; its acceptance tests POST with ?token= and expect 401 without it), so it stays
+// required everywhere. But a long-lived secret in a URL is written wherever URLs are: Pub/Sub's
+// subscription config, proxies, and our own logs. So:
+//   - Our logs never hold it: wrangler.toml's [observability] redacts the query string of every
+//     request URL in Workers Logs and traces and writes no invocation logs; the Worker's own request
+//     line names the route pattern, never the path or query (worker/app.ts); Sentry gets the URL
+//     without its query and no query_string (platform/telemetry/sentry.ts); and every sink's payload
+//     passes scrubSecrets, which masks MAIL_PUSH_TOKEN's value and any ?token= (telemetry/scrub.ts).
+//     Langfuse, Axiom and PostHog get no request URL at all. tests/worker/mail-intake.test.ts checks
+//     Sentry, Axiom and the console lines of this route.
+//   - A leaked query token alone opens nothing in production, where PUBSUB_PUSH_AUDIENCE and
+//     PUBSUB_PUSH_SERVICE_ACCOUNT are set (docs/runbook.md; npm run secrets:check warns without them):
+//     each push must also carry Google's short-lived OIDC token (an hour), signed with Google's keys,
+//     for this audience and that service account, which no one without the account can mint. The query
+//     token then only keeps the spec's contract. Without an audience (local runs, the spec's
+//     acceptance setup) the query token is the only guard, as the spec defines it.
 import { Hono, type Context } from "hono";
 import { createRemoteJWKSet, jwtVerify } from "jose";
 import { z } from "zod";

@@ -8,20 +8,28 @@
 //   the image). A model without vision gets the caption, and the person an honest word.
 // A failed download or transcription throws: the inbox retries it like any outage, never drops it. What
 // cannot work at all (too long a note, no speech model, nothing to read) is answered here, no model turn.
+// A note's length is the sender's word, so its bytes are held to what that length allows (issue 25):
+// past the cap (the message's file_size, getFile's, the bytes read) it is too long, whatever it claims;
+// and a transcription that runs past its deadline is answered once, honestly, not retried as an outage
+// (each retry would download and transcribe the same hours of audio again for the whole retry window).
 import type { FileUIPart, UIMessage } from "ai";
 import type { SourceRef } from "../db/repositories/memory";
+import { DeadlineError } from "../platform/deadline";
 import type { Audio, Transcriber } from "./integrations/model/transcription";
+import { FileTooLargeError } from "./integrations/telegram-sender";
 import type { InboxItem } from "./inbox";
 import {
   type Attachment,
   CAPTION_ONLY,
   extrasOf,
   forwardedText,
+  LISTENING_TIMED_OUT,
   MAX_IMAGE_BYTES,
   type MessageExtras,
   NO_SPEECH_MODEL,
   NO_VISION,
   NOTHING_HEARD,
+  recordingMaxBytes,
   tooLongVoice,
 } from "./telegram-message";
 import { userMessage } from "./transcript";
@@ -81,14 +89,26 @@ async function listen(
   deps: InputDeps,
   signal: AbortSignal,
 ): Promise<string | TelegramTurnInput> {
-  if (voice.durationSeconds > deps.voiceMaxSeconds) return { kind: "reply", reply: tooLongVoice(deps.voiceMaxSeconds) };
+  const tooLong: TelegramTurnInput = { kind: "reply", reply: tooLongVoice(deps.voiceMaxSeconds) };
+  const maxBytes = recordingMaxBytes(voice.recording ?? "audio", deps.voiceMaxSeconds);
+  if (voice.durationSeconds > deps.voiceMaxSeconds || (voice.bytes ?? 0) > maxBytes) return tooLong;
   if (!deps.transcriber) return { kind: "reply", reply: NO_SPEECH_MODEL };
-  const audio: Audio = {
-    bytes: await deps.download(voice.fileId, Number.POSITIVE_INFINITY, signal),
-    mediaType: voice.mediaType,
-    fileName: voice.fileName,
-  };
-  const text = await deps.transcriber.transcribe(audio, signal);
+  let bytes: Uint8Array;
+  try {
+    // Refused from getFile's file_size before a byte is fetched, else as soon as the bytes pass the cap.
+    bytes = await deps.download(voice.fileId, maxBytes, signal);
+  } catch (error) {
+    if (error instanceof FileTooLargeError) return tooLong;
+    throw error;
+  }
+  const audio: Audio = { bytes, mediaType: voice.mediaType, fileName: voice.fileName };
+  let text: string;
+  try {
+    text = await deps.transcriber.transcribe(audio, signal);
+  } catch (error) {
+    if (error instanceof DeadlineError && error.what === "transcription") return { kind: "reply", reply: LISTENING_TIMED_OUT };
+    throw error;
+  }
   return text || { kind: "reply", reply: NOTHING_HEARD };
 }
 

@@ -8,6 +8,36 @@ import { z } from "zod";
 /** The largest image sent to the model (Telegram's own photos are at most 1280 px and ~300 KB). */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
+/** What kind of recording a note is: each is encoded at its own highest bitrate. */
+export const RECORDINGS = ["voice", "audio", "video_note"] as const;
+export type Recording = (typeof RECORDINGS)[number];
+
+/**
+ * How many bytes a second of each kind of recording takes at most, and a fixed allowance on top (headers,
+ * an MP3's cover art). A note's `duration` is what the sender's client says; its size is not up to it
+ * (the message's file_size, getFile's, and finally the bytes themselves), so a recording larger than any
+ * of `maxSeconds` could be is refused as too long, whatever duration it claims (issue 25):
+ * - voice: Telegram's apps record Opus in Ogg, mono, at about 16–32 kbit/s; Opus voice is transparent
+ *   by 64 kbit/s. 64 kbit/s (8,000 B/s) and a quarter again for the container and a generous encoder:
+ *   10,000 B/s, so 600 s is 6 MB. (A note that says 5 s and weighs 20 MB is hours of speech at 8 kbit/s.)
+ * - audio: a music file may be MP3 at 320 kbit/s, its highest (40,000 B/s), and a quarter again: 50,000
+ *   B/s, and 1 MB for tags and cover art (600 s: 31 MB, so Telegram's own 20 MB is the cap).
+ * - video_note: a round video of at most 640 px at up to about 1.6 Mbit/s: 200,000 B/s.
+ * A liar is still held to the cap's bytes at the lowest bitrate it can encode; the transcription's deadline
+ * bounds the rest (agents/telegram-input.ts: one honest answer, never a retry).
+ */
+const RECORDING_RATES: Record<Recording, { bytesPerSecond: number; allowance: number }> = {
+  voice: { bytesPerSecond: 10_000, allowance: 64 * 1024 },
+  audio: { bytesPerSecond: 50_000, allowance: 1024 * 1024 },
+  video_note: { bytesPerSecond: 200_000, allowance: 256 * 1024 },
+};
+
+/** The most bytes a `recording` of at most `maxSeconds` (VOICE_MAX_SECONDS) may have. */
+export function recordingMaxBytes(recording: Recording, maxSeconds: number): number {
+  const { bytesPerSecond, allowance } = RECORDING_RATES[recording];
+  return maxSeconds * bytesPerSecond + allowance;
+}
+
 export const Attachment = z.discriminatedUnion("kind", [
   z.object({
     kind: z.literal("voice"),
@@ -16,6 +46,8 @@ export const Attachment = z.discriminatedUnion("kind", [
     mediaType: z.string().max(100),
     fileName: z.string().max(200),
     bytes: z.number().int().nonnegative().optional(),
+    /** Which kind of recording (its highest bitrate); a message stored before it was kept counts as audio, the largest. */
+    recording: z.enum(RECORDINGS).optional(),
   }),
   z.object({
     kind: z.literal("image"),
@@ -83,12 +115,13 @@ export function readTelegramMessage(message: TelegramMessageLike): { text: strin
 
 function attachmentOf(message: TelegramMessageLike): Attachment | null {
   const { voice, audio, video_note: videoNote, photo, document } = message;
-  if (voice) return voiceOf(voice.file_id, voice.duration, voice.mime_type ?? "audio/ogg", "voice.ogg", voice.file_size);
+  if (voice) return voiceOf("voice", voice.file_id, voice.duration, voice.mime_type ?? "audio/ogg", "voice.ogg", voice.file_size);
   if (audio) {
     const mediaType = audio.mime_type ?? "audio/mpeg";
-    return voiceOf(audio.file_id, audio.duration, mediaType, audio.file_name ?? `audio.${extension(mediaType)}`, audio.file_size);
+    const fileName = audio.file_name ?? `audio.${extension(mediaType)}`;
+    return voiceOf("audio", audio.file_id, audio.duration, mediaType, fileName, audio.file_size);
   }
-  if (videoNote) return voiceOf(videoNote.file_id, videoNote.duration, "video/mp4", "video-note.mp4", videoNote.file_size);
+  if (videoNote) return voiceOf("video_note", videoNote.file_id, videoNote.duration, "video/mp4", "video-note.mp4", videoNote.file_size);
   if (photo?.length) {
     // The largest size under the cap (Telegram lists them smallest first).
     const fitting = photo.filter((p) => (p.file_size ?? 0) <= MAX_IMAGE_BYTES);
@@ -106,8 +139,9 @@ function attachmentOf(message: TelegramMessageLike): Attachment | null {
   return null;
 }
 
-function voiceOf(fileId: string, duration: number, mediaType: string, fileName: string, bytes?: number): Attachment {
-  return { kind: "voice", fileId, durationSeconds: Math.max(0, Math.round(duration)), mediaType, fileName, ...(bytes ? { bytes } : {}) };
+function voiceOf(recording: Recording, fileId: string, duration: number, mediaType: string, fileName: string, bytes?: number): Attachment {
+  const durationSeconds = Math.max(0, Math.round(duration));
+  return { kind: "voice", fileId, durationSeconds, mediaType, fileName, recording, ...(bytes ? { bytes } : {}) };
 }
 
 function extension(mediaType: string): string {
@@ -168,6 +202,9 @@ export function otherKindReply(kind: OtherKind): string {
 export const NO_SPEECH_MODEL =
   "I can't listen to voice notes here yet: this Soma has no speech-to-text model. (Whoever runs it can turn voice on with AI_PROVIDER=workers-ai, or an OpenAI-style speech server.) Could you type it instead?";
 export const NOTHING_HEARD = "I couldn't make out any words in that voice note. Could you try again, or type it?";
+/** A transcription that ran past its deadline: answered once, never retried (a note can claim to be shorter than it is). */
+export const LISTENING_TIMED_OUT =
+  "I couldn't finish listening to that recording in time: it may be much longer than it says, or my speech service is slow right now. Could you send a shorter one, or type the gist?";
 export const NO_VISION =
   "I can't see photos with the model I'm using, so I can't tell what's in it. Tell me about it in words and I'll remember.";
 export const CAPTION_ONLY = "(I can't see photos with the model I'm using, so I only read your caption.)";

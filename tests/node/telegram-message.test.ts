@@ -2,14 +2,22 @@
 // audio to transcribe, the best photo under the cap, who a forward came from, and the kinds that get a
 // word of their own instead of a model turn.
 import { describe, expect, it } from "vitest";
-import { MAX_IMAGE_BYTES, otherKindReply, OTHER_KINDS, readTelegramMessage } from "../../agents/telegram-message";
+import { MAX_IMAGE_BYTES, otherKindReply, OTHER_KINDS, readTelegramMessage, recordingMaxBytes } from "../../agents/telegram-message";
 
 describe("readTelegramMessage", () => {
   it("keeps a voice note's file id, length and type (no text of its own)", () => {
     expect(readTelegramMessage({ voice: { file_id: "v1", duration: 12.4, mime_type: "audio/ogg", file_size: 9000 } })).toEqual({
       text: "",
       extras: {
-        attachment: { kind: "voice", fileId: "v1", durationSeconds: 12, mediaType: "audio/ogg", fileName: "voice.ogg", bytes: 9000 },
+        attachment: {
+          kind: "voice",
+          fileId: "v1",
+          durationSeconds: 12,
+          mediaType: "audio/ogg",
+          fileName: "voice.ogg",
+          bytes: 9000,
+          recording: "voice",
+        },
       },
     });
   });
@@ -18,10 +26,20 @@ describe("readTelegramMessage", () => {
     const audio = readTelegramMessage({ audio: { file_id: "a1", duration: 60, mime_type: "audio/mpeg" }, caption: "my talk" });
     expect(audio).toMatchObject({
       text: "my talk",
-      extras: { attachment: { kind: "voice", fileName: "audio.mp3", mediaType: "audio/mpeg" } },
+      extras: { attachment: { kind: "voice", fileName: "audio.mp3", mediaType: "audio/mpeg", recording: "audio" } },
     });
     const note = readTelegramMessage({ video_note: { file_id: "n1", duration: 30 } });
-    expect(note.extras.attachment).toMatchObject({ kind: "voice", mediaType: "video/mp4", durationSeconds: 30 });
+    expect(note.extras.attachment).toMatchObject({ kind: "voice", mediaType: "video/mp4", durationSeconds: 30, recording: "video_note" });
+  });
+
+  it("holds a recording's bytes to what VOICE_MAX_SECONDS allows at its kind's highest bitrate (issue 25)", () => {
+    const MB = 1024 * 1024;
+    // Ten minutes of Opus voice at 64 kbit/s and a quarter again: 6 MB, nowhere near 20 MB.
+    expect(recordingMaxBytes("voice", 600)).toBe(600 * 10_000 + 64 * 1024);
+    expect(recordingMaxBytes("voice", 600)).toBeLessThan(7 * MB);
+    // A ten-minute MP3 at 320 kbit/s fits (Telegram's own 20 MB is the tighter bound), as does a minute's round video.
+    expect(recordingMaxBytes("audio", 600)).toBeGreaterThan(600 * 40_000);
+    expect(recordingMaxBytes("video_note", 60)).toBeGreaterThan((60 * 1_600_000) / 8);
   });
 
   it("picks the largest photo size under the cap, with the caption as text", () => {

@@ -52,6 +52,17 @@ describe("voice notes with no speech model", () => {
     await sendMessage(chatId, voice("long-voice", 3600));
     expect((await waitForReplies(chatId, 2))[1]).toBe(tooLongVoice(600));
   });
+
+  it("refuses a note that says it lasts 5 s but weighs 20 MB (hours of speech), the same way, before downloading it", async () => {
+    const chatId = await started();
+    const fileId = `heavy-voice-${chatId}`;
+    await putTelegramFile(fileId, "SPEECH: hours of it", 20 * 1024 * 1024);
+    await sendMessage(chatId, { voice: { ...voice(fileId, 5).voice, file_size: 20 * 1024 * 1024 } });
+    expect((await waitForReplies(chatId, 2))[1]).toBe(tooLongVoice(600));
+    // Not even asked for: getFile carries no chat id, so every call is read and this file's looked for.
+    const getFiles = (await (await fetch(`${env.STAND_IN_URL}/__calls?method=getFile`)).json()) as Array<{ payload: { file_id: string } }>;
+    expect(getFiles.filter((c) => c.payload.file_id === fileId)).toEqual([]);
+  });
 });
 
 describe("photos with a model that cannot see", () => {

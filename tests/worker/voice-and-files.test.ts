@@ -4,8 +4,11 @@
 // to files that read "SPEECH: …"); the offline model has none, and says so rather than guess.
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { InboxItem } from "../../agents/inbox";
 import { FileTooLargeError, TelegramSender } from "../../agents/integrations/telegram-sender";
-import { createTranscriber } from "../../agents/integrations/model/transcription";
+import { createTranscriber, type Transcriber } from "../../agents/integrations/model/transcription";
+import { type InputDeps, telegramTurnInput } from "../../agents/telegram-input";
+import { LISTENING_TIMED_OUT, readTelegramMessage, tooLongVoice } from "../../agents/telegram-message";
 import { classifyFailure } from "../../platform/faults";
 import { loadConfig } from "../../platform/config";
 import { putTelegramFile } from "./helpers";
@@ -69,5 +72,98 @@ describe("transcription", () => {
 
   it("has no transcriber with the offline model", () => {
     expect(createTranscriber({ ...base, AI_PROVIDER: "offline" }, env)).toBeNull();
+  });
+});
+
+describe("a voice note's length is what its bytes say, not what the sender's client says (issue 25)", () => {
+  const MB = 1024 * 1024;
+  const speech = (deadlineMs?: number): Transcriber =>
+    createTranscriber({ ...loadConfig(env), AI_PROVIDER: "openai-compatible", AI_BASE_URL: `${env.STAND_IN_URL}/v1` }, env, deadlineMs)!;
+
+  /** Puts a file of any size up (putTelegramFile spreads its bytes into one call: fine for small files only). */
+  async function putLargeFile(id: string, bytes: Uint8Array, size?: number): Promise<void> {
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    await fetch(`${env.STAND_IN_URL}/__files`, { method: "POST", body: JSON.stringify({ fileId: id, base64: btoa(binary), size }) });
+  }
+
+  /** Reads a voice note the way the agent answers one (download, transcription), counting what it cost. */
+  async function read(
+    voice: { file_id: string; duration: number; file_size?: number },
+    options: { maxSeconds?: number; deadlineMs?: number } = {},
+  ) {
+    const cost = { downloads: 0, bytes: 0, transcriptions: 0 };
+    const transcriber = speech(options.deadlineMs);
+    const deps: InputDeps = {
+      async download(id, maxBytes, signal) {
+        cost.downloads++;
+        const bytes = await sender().downloadFile(id, maxBytes, signal);
+        cost.bytes += bytes.length;
+        return bytes;
+      },
+      transcriber: {
+        name: transcriber.name,
+        transcribe(audio, signal) {
+          cost.transcriptions++;
+          return transcriber.transcribe(audio, signal);
+        },
+      },
+      seesImages: false,
+      voiceMaxSeconds: options.maxSeconds ?? 600,
+      rewrite: () => {},
+    };
+    const { text, extras } = readTelegramMessage({ voice: { ...voice, mime_type: "audio/ogg" } });
+    const item = { id: `telegram:${voice.file_id}`, text, extras: JSON.stringify(extras), received_at: Date.now() } as InboxItem;
+    const input = await telegramTurnInput(item, { kind: "telegram", externalId: "1:1" }, deps, new AbortController().signal);
+    return { input, ...cost };
+  }
+
+  it("refuses a note whose own file_size is past the cap, downloading nothing", async () => {
+    const id = fileId();
+    await putTelegramFile(id, "SPEECH: hours and hours", 20 * MB);
+    const { input, ...cost } = await read({ file_id: id, duration: 5, file_size: 20 * MB });
+    expect(input).toEqual({ kind: "reply", reply: tooLongVoice(600) });
+    expect(cost).toEqual({ downloads: 0, bytes: 0, transcriptions: 0 });
+  });
+
+  it("refuses a note getFile says is past the cap, before fetching its bytes", async () => {
+    const id = fileId();
+    await putTelegramFile(id, "SPEECH: hours and hours", 20 * MB);
+    const { input, ...cost } = await read({ file_id: id, duration: 5 });
+    expect(input).toEqual({ kind: "reply", reply: tooLongVoice(600) });
+    expect(cost).toEqual({ downloads: 1, bytes: 0, transcriptions: 0 });
+  });
+
+  it("stops reading a note's bytes at the cap when nobody said its size", async () => {
+    const id = fileId();
+    // A minute's cap is 600 kB and some: 1 MB of "speech" said to weigh 1 byte.
+    await putLargeFile(id, new TextEncoder().encode(`SPEECH: ${"la ".repeat(350_000)}`), 1);
+    const { input, ...cost } = await read({ file_id: id, duration: 5 }, { maxSeconds: 60 });
+    expect(input).toEqual({ kind: "reply", reply: tooLongVoice(60) });
+    expect(cost).toEqual({ downloads: 1, bytes: 0, transcriptions: 0 });
+  });
+
+  it("still listens to a note within the cap", async () => {
+    const id = fileId();
+    await putTelegramFile(id, "SPEECH: I just finished reading Dune");
+    const { input, ...cost } = await read({ file_id: id, duration: 5, file_size: 36 });
+    expect(input.kind).toBe("turn");
+    expect(cost).toEqual({ downloads: 1, bytes: 36, transcriptions: 1 });
+  });
+
+  it("answers once, honestly, when a transcription runs past its deadline: not an outage to retry", async () => {
+    const id = fileId();
+    const marker = crypto.randomUUID();
+    await putTelegramFile(id, `SPEECH: ${marker}`);
+    const control = (path: string) =>
+      fetch(`${env.STAND_IN_URL}${path}`, { method: "POST", body: JSON.stringify({ target: "transcription", match: marker }) });
+    await control("/__hang");
+    try {
+      const { input, ...cost } = await read({ file_id: id, duration: 5 }, { deadlineMs: 300 });
+      expect(input).toEqual({ kind: "reply", reply: LISTENING_TIMED_OUT });
+      expect(cost).toMatchObject({ downloads: 1, transcriptions: 1 });
+    } finally {
+      await control("/__release");
+    }
   });
 });

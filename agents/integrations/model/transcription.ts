@@ -4,14 +4,16 @@
 // faster-whisper-server and vLLM all do; none with the offline model (the person is told how to turn
 // voice on, rather than given a made-up transcript).
 // Every call has a deadline and honours the turn's signal; a failure throws, so the inbox retries the
-// message like any outage instead of dropping what the person said.
+// message like any outage instead of dropping what the person said. The deadline passing is the one
+// exception (DeadlineError "transcription"): agents/telegram-input.ts answers that note once, since a note
+// can be far longer than it claims and every retry would listen to all of it again (issue 25).
 import { experimental_transcribe as transcribe } from "ai";
 import { createWorkersAI } from "workers-ai-provider";
 import type { Config } from "../../../platform/config";
 import { withDeadline } from "../../../platform/deadline";
 import { UpstreamHttpError } from "../../../platform/faults";
 
-/** The longest one transcription may take (a ten-minute note takes Whisper a few seconds). */
+/** The longest one transcription may take (a ten-minute note takes Whisper a few seconds; past it, one honest answer). */
 const TRANSCRIPTION_DEADLINE_MS = 60_000;
 const DEFAULT_WORKERS_AI_MODEL = "@cf/openai/whisper-large-v3-turbo";
 const DEFAULT_OPENAI_MODEL = "whisper-1";

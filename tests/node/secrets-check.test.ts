@@ -53,7 +53,8 @@ const PLAIN_EXTRAS = EXTRAS.slice(0, 4);
 const OIDC = ["PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT"];
 const OIDC_WARNING =
   /^warning: recommended for production and not set: PUBSUB_PUSH_AUDIENCE \([^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \([^()]+\)$/;
-const ROTATION_LINE = /^rotation under way: INNGEST_SIGNING_KEY_FALLBACK is set \(.+\); remove it .*wrangler secret delete INNGEST_SIGNING_KEY_FALLBACK/;
+const ROTATION_LINE =
+  /^rotation under way: INNGEST_SIGNING_KEY_FALLBACK is set \(.+\); remove it .*wrangler secret delete INNGEST_SIGNING_KEY_FALLBACK/;
 
 const values = Object.fromEntries([...SPEC_23, ...EXTRAS].map((name, i) => [name, `value-${i}-${name.toLowerCase()}-s3cr3t`]));
 const envFile = (names: string[]) => {
@@ -133,7 +134,10 @@ describe("npm run secrets:check", () => {
       filled: 23,
       total: 23,
       missing: [],
-      extras: { set: ["DATABASE_WORKER_PASSWORD", ...OIDC], unset: ["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID", "INNGEST_SIGNING_KEY_FALLBACK"] },
+      extras: {
+        set: ["DATABASE_WORKER_PASSWORD", ...OIDC],
+        unset: ["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID", "INNGEST_SIGNING_KEY_FALLBACK"],
+      },
     });
     expect(some.lines).toHaveLength(2);
     expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 3\/7 set; not set: OPS_TOKEN \(optional: /);
@@ -213,7 +217,9 @@ describe("npm run secrets:push", () => {
       // Not DATABASE_URL and DATABASE_WORKER_PASSWORD (db:setup and Hyperdrive), not CLOUDFLARE_* (deploys).
       expect(pushed).toEqual([...SPEC_23, ...EXTRAS].filter((n) => CONFIG_KEYS.includes(n)));
       expect(pushed).toHaveLength(26);
-      expect(pushed).toEqual(expect.arrayContaining(["OPS_TOKEN", "PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT", "INNGEST_SIGNING_KEY_FALLBACK"]));
+      expect(pushed).toEqual(
+        expect.arrayContaining(["OPS_TOKEN", "PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT", "INNGEST_SIGNING_KEY_FALLBACK"]),
+      );
       for (const name of ["DATABASE_URL", "DATABASE_WORKER_PASSWORD", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN"])
         expect(pushed).not.toContain(name);
       const stored = readStub().secrets;

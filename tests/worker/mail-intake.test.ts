@@ -176,9 +176,9 @@ describe("issue 25, item 10: the query token travels in every push URL", () => {
     expect(await expectError(await push(body, { bearer: await pushToken({ aud: "https://attacker.example/push" }) }), 401)).toBe(
       "unauthorized",
     );
-    expect(
-      await expectError(await push(body, { bearer: await pushToken({ email: "attacker@evil.iam.gserviceaccount.com" }) }), 401),
-    ).toBe("unauthorized");
+    expect(await expectError(await push(body, { bearer: await pushToken({ email: "attacker@evil.iam.gserviceaccount.com" }) }), 401)).toBe(
+      "unauthorized",
+    );
     expect(await sentFor(userId)).toEqual([]);
     // The spec's token stays required: Google's token without it is refused too.
     expect(await expectError(await push(body, { token: null }), 401)).toBe("unauthorized");

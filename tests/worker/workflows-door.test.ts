@@ -237,18 +237,27 @@ describe("a signing key rotation (issue 25, item 11): INNGEST_SIGNING_KEY_FALLBA
 
   it("once the rotation is over (no fallback), the old key is refused", async () => {
     const body = canonicalize(runRequest())!;
-    const response = await send("POST", body, { "x-inngest-signature": await inngestSignature(body, oldKey) }, { INNGEST_SIGNING_KEY: newKey });
+    const response = await send(
+      "POST",
+      body,
+      { "x-inngest-signature": await inngestSignature(body, oldKey) },
+      { INNGEST_SIGNING_KEY: newKey },
+    );
     expect(response.status).toBe(401);
     expect((await errorOf(response)).code).toBe("unauthorized");
   });
 
   it("the introspection signed with the fallback is answered by the SDK, which knows the fallback", async () => {
-    const response = await callWithEnv(rotating, "/api/workflows", { headers: { "x-inngest-signature": await inngestSignature("", oldKey) } });
+    const response = await callWithEnv(rotating, "/api/workflows", {
+      headers: { "x-inngest-signature": await inngestSignature("", oldKey) },
+    });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { authentication_succeeded?: boolean; signing_key_fallback_hash?: string | null };
     expect(body.authentication_succeeded).toBe(true);
     expect(body.signing_key_fallback_hash).toMatch(/^[0-9a-f]{12}$/);
-    const unknown = await callWithEnv(rotating, "/api/workflows", { headers: { "x-inngest-signature": await inngestSignature("", unknownKey) } });
+    const unknown = await callWithEnv(rotating, "/api/workflows", {
+      headers: { "x-inngest-signature": await inngestSignature("", unknownKey) },
+    });
     expect(unknown.status).toBe(401);
   });
 

@@ -89,7 +89,9 @@ export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", asyn
  */
 function signingKeysOf(config: Config): string[] {
   if (config.INNGEST_DEV || !config.INNGEST_SIGNING_KEY) return [];
-  return config.INNGEST_SIGNING_KEY_FALLBACK ? [config.INNGEST_SIGNING_KEY, config.INNGEST_SIGNING_KEY_FALLBACK] : [config.INNGEST_SIGNING_KEY];
+  return config.INNGEST_SIGNING_KEY_FALLBACK
+    ? [config.INNGEST_SIGNING_KEY, config.INNGEST_SIGNING_KEY_FALLBACK]
+    : [config.INNGEST_SIGNING_KEY];
 }
 
 /** The request's signature, refused (401) before its body is read; null where none is needed. */

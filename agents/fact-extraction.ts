@@ -3,6 +3,7 @@
 // The offline model answers the same request with its sentence rules (agents/integrations/model/offline-facts.ts).
 import { generateText, Output, type LanguageModel } from "ai";
 import { z } from "zod";
+import { forwardedParts } from "./telegram-message";
 import { startOf } from "./turn/tools/memory-time";
 
 export const FACT_CATEGORIES = [
@@ -47,13 +48,14 @@ const INSTRUCTIONS = `${FACT_EXTRACTION_MARKER}
 You read one message a person sent to their assistant and list the durable facts it states about the
 person themselves: where they live, work, their relationships, preferences, health, habits, goals.
 Leave out passing events (what they did today), questions, requests, and anything about other people
-that is not a relationship to the person. A message that begins "Forwarded from <someone>:" holds that
-someone's words, not the person's: list nothing from it unless the person adds that it is true of them.
+that is not a relationship to the person.
 Most messages contain no durable fact: then answer an empty list.`;
 
 /** The durable facts in `text` (an empty list for most messages), said on `today` (YYYY-MM-DD). */
 export async function extractFacts(model: LanguageModel, text: string, today: string, abortSignal?: AbortSignal): Promise<ExtractedFact[]> {
-  if (!text.trim() || text.trim().startsWith("/")) return [];
+  // A forward is someone else's words: the person said nothing of their own in it (issue 25). They keep a
+  // fact from it by saying so themselves, in a message of their own.
+  if (!text.trim() || text.trim().startsWith("/") || forwardedParts(text)) return [];
   const { output } = await generateText({
     model,
     system: `${INSTRUCTIONS}\nToday is ${today}.`,

@@ -30,8 +30,9 @@ export const RATE_LIMITS = {
 } as const satisfies Record<string, number>;
 export type RateBudget = keyof typeof RATE_LIMITS;
 
-/** The budgets of the web API's costly requests, which a route spends through UserAgent.spend. */
-export const ApiBudget = z.enum(["import", "export", "search", "edit"]);
+/** The budgets of the web API's and the MCP server's costly requests, spent through UserAgent.spend
+ * (`chat`: an MCP call that asks the model, as a message does). */
+export const ApiBudget = z.enum(["import", "export", "search", "edit", "chat"]);
 export type ApiBudget = z.infer<typeof ApiBudget>;
 
 /** Whether an input was counted, or how many seconds until one more would be. */

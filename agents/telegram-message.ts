@@ -213,7 +213,19 @@ export function tooLongVoice(maxSeconds: number): string {
   return `That recording is longer than ${Math.round(maxSeconds / 60)} minutes, more than I can listen to. Could you send a shorter one, or type the gist?`;
 }
 
-/** How a forwarded message reaches the model and the memory: marked as someone else's words. */
+const FORWARDED = /^Forwarded from ([^\n]*):\n([\s\S]*)$/;
+
+/**
+ * How a forwarded message is kept in the conversation: marked as someone else's words on a first line
+ * of its own (the sender's name never breaks it). The turn fences the words for the model
+ * (agents/turn/tools/untrusted-memory.ts), and no fact about the person is taken from them.
+ */
 export function forwardedText(from: string, text: string): string {
-  return `Forwarded from ${from}:\n${text}`;
+  return `Forwarded from ${from.replace(/\s+/g, " ").trim()}:\n${text}`;
+}
+
+/** Who a forwarded message came from and their words, or null when `text` is not a forward. */
+export function forwardedParts(text: string): { from: string; words: string } | null {
+  const match = FORWARDED.exec(text);
+  return match ? { from: match[1] ?? "", words: match[2] ?? "" } : null;
 }

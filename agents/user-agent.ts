@@ -2,9 +2,7 @@
 // client never does). It owns the person's conversation — one thread for Telegram and the web —, a
 // durable inbox of Telegram messages with processed-id dedupe (agents/inbox.ts), and the per-person
 // rate limits (agents/rate-limit.ts), each kept in its own SQLite. Memory lives in Postgres and is
-// reached only through Database.withUser with this agent's name.
-//
-// Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
+// reached only through Database.withUser with this agent's name. Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
 // acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages;
 // what a Telegram turn does with the conversation (read the message, draft the reply, keep a message
 // given up on with the apology) is agents/telegram-turn.ts.
@@ -31,6 +29,7 @@ import { classifyFailure, type FailureKind } from "../platform/faults";
 import { deadLetterOf, Inbox, isTelegramMessageId, STUCK_AFTER_MS, telegramItem } from "./inbox";
 import type { DocumentReply, InboxItem, Reply } from "./inbox";
 import { exportFile } from "./commands/export";
+import { isDisconnected, noteDisconnected } from "./app-disconnects";
 import type { TelegramInput } from "./inbox-policy";
 import { chatRequest, cleanText, endOfRequest, MAX_MESSAGE_CHARS, RATE_NOTICE, screenFrame, webTurnMessage } from "./channels";
 import type { ObjectSql } from "./object-sql";
@@ -162,10 +161,18 @@ export class UserAgent extends AIChatAgent<Env> {
     return { status: "ok", messageId, stream: readable };
   }
 
-  /** Counts one web API request against the person's `budget` (agents/rate-limit.ts), unless over it. An
+  /** Counts one request against each of the person's `budgets` (agents/rate-limit.ts), unless over one. An
    * erased agent counts nothing (no channel writes to it again); the route then finds the account gone. */
-  async spend(budget: ApiBudget): Promise<RateVerdict> {
-    return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(ApiBudget.parse(budget));
+  async spend(...budgets: ApiBudget[]): Promise<RateVerdict> {
+    return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(...budgets.map((b) => ApiBudget.parse(b)));
+  }
+
+  /** Disconnected MCP apps (agents/app-disconnects.ts): refused at once, wherever a call lands. */
+  async disconnectApp(grantId: string): Promise<void> {
+    await noteDisconnected(this.ctx.storage, grantId);
+  }
+  async appDisconnected(grantId: string): Promise<boolean> {
+    return (await this.#erased()) || (await isDisconnected(this.ctx.storage, grantId));
   }
 
   /** Watchdog alarm: resumes (or replaces a stuck) inbox drain, and stays armed while work is pending. */
@@ -247,16 +254,8 @@ export class UserAgent extends AIChatAgent<Env> {
 
   #conversation(): Promise<ExportMessage[]> {
     // The SDK stores each message's time (ms) but leaves it out of the history it returns.
-    return storedConversation(
-      this.sessions.session(),
-      () =>
-        new Map(
-          this.sql<{ id: string; created_at: number }>`select id, created_at from cf_agents_session_messages`.map((t) => [
-            t.id,
-            t.created_at,
-          ]),
-        ),
-    );
+    const times = () => this.sql<{ id: string; created_at: number }>`select id, created_at from cf_agents_session_messages`;
+    return storedConversation(this.sessions.session(), () => new Map(times().map((t) => [t.id, t.created_at])));
   }
 
   /**

@@ -14,6 +14,7 @@ const COUNTED: Record<ApiBudget, string> = {
   export: "exports a minute",
   search: "searches a minute",
   edit: "changes to memories and facts a minute",
+  chat: "messages a minute",
 };
 
 /** Counts this request against the signed-in person's `budget`; 429 when they are over it. */

@@ -6,6 +6,7 @@
 import type { Database } from "../../db/database";
 import { currentFacts } from "../../db/repositories/facts";
 import { localDate } from "../../platform/local-time";
+import { neutralise } from "./tools/untrusted-memory";
 
 export const PROFILE_OPEN = "<person-facts>";
 export const PROFILE_CLOSE = "</person-facts>";
@@ -13,7 +14,6 @@ export const PROFILE_CLOSE = "</person-facts>";
 export const PROFILE_MAX_CHARS = 1600;
 /** Facts read per turn: more than ever fit the budget. */
 const PROFILE_CANDIDATES = 80;
-const FENCE_TAG = /<\s*\/?\s*person-facts\s*>/gi;
 
 type ProfileFact = { statement: string; category: string; confidence: number; happenedAt?: Date | null };
 
@@ -25,7 +25,8 @@ function profileText(facts: ProfileFact[], zone = "UTC"): string | null {
   const lines: string[] = [];
   let used = PROFILE_OPEN.length + PROFILE_CLOSE.length + 2;
   for (const fact of facts) {
-    const statement = fact.statement.replace(FENCE_TAG, "").replace(/\s+/g, " ").trim();
+    // No tag survives inside the fence, nested or not (`</person-</person-facts>facts>`): see neutralise.
+    const statement = neutralise(fact.statement).replace(/\s+/g, " ").trim();
     if (!statement) continue;
     const since = fact.happenedAt ? `, since ${localDate(fact.happenedAt, zone)}` : "";
     const line = `- ${statement} (${fact.category}${since}, confidence ${fact.confidence.toFixed(1)})`;

@@ -29,6 +29,7 @@ import type { Channel } from "../../platform/channel";
 import type { Tracer } from "../../platform/telemetry/tracer";
 import type { MemoryActivity } from "./tools/context";
 import { turnTools } from "./tools/index";
+import { fenceForwarded } from "./tools/untrusted-memory";
 import { textOf, type MessageSource } from "../transcript";
 import { canSendEvents, emitEvents } from "../workflows/client";
 import { reminderCreated, turnCompleted } from "../workflows/events";
@@ -122,7 +123,7 @@ export function turnStream(turn: Turn) {
         const result = streamText({
           model: turn.model,
           system: systemPrompt({ name: person?.displayName ?? "", now: new Date(), timezone, profile }),
-          messages: await convertToModelMessages(window, { ignoreIncompleteToolCalls: true }),
+          messages: await convertToModelMessages(fenceForwarded(window), { ignoreIncompleteToolCalls: true }),
           tools: turnTools({
             db: turn.db,
             userId: userId,

@@ -46,8 +46,8 @@ interface MemoryRelation {
   type: string;
   /** "out": this memory → other; "in": other → this memory. */
   direction: "out" | "in";
-  /** fromEmail: its name was written by an email's sender. */
-  other: { id: string; type: string; name: string; status: string; fromEmail?: true };
+  /** fromEmail: its name was written by an email's sender; fromApp: by another app, through MCP. */
+  other: { id: string; type: string; name: string; status: string; fromEmail?: true; fromApp?: true };
   since: string;
   until: string | null;
 }
@@ -196,6 +196,7 @@ export async function memoryDetail(tx: Tx, userId: string, id: string): Promise<
         status: r.other_status,
         // Its name was written by an email's sender: whoever shows it to a model fences it.
         ...(r.other_source_kind === MAIL_SOURCE_KIND ? { fromEmail: true as const } : {}),
+        ...(r.other_source_kind === "mcp" ? { fromApp: true as const } : {}),
       },
       since: iso(r.valid_from),
       until: isoOrNull(r.valid_to),

@@ -14,11 +14,20 @@ export interface RegisteredClient {
   redirect_uris: string[];
 }
 
+/**
+ * A client address of its own for each request to a door limited per address (registration, /authorize:
+ * 20 a minute each, worker/mcp/oauth.ts), as different people's browsers and apps would have.
+ */
+export function fromSomewhere(headers: Record<string, string> = {}): Record<string, string> {
+  const octet = () => Math.floor(Math.random() * 256);
+  return { ...headers, "cf-connecting-ip": `10.${octet()}.${octet()}.${octet()}` };
+}
+
 /** RFC 7591 registration of a public client (token_endpoint_auth_method none), as MCP clients do. */
 export async function registerClient(name = "Test App", redirectUris = [REDIRECT_URI]): Promise<RegisteredClient> {
   const response = await call("/oauth/register", {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: fromSomewhere({ "content-type": "application/json" }),
     body: JSON.stringify({
       client_name: name,
       redirect_uris: redirectUris,
@@ -64,7 +73,7 @@ export async function openConsent(
   url: string,
   cookie: string,
 ): Promise<{ status: number; html: string; handle: string | null; consentCookie: string }> {
-  const response = await call(url, { headers: { cookie }, redirect: "manual" });
+  const response = await call(url, { headers: fromSomewhere({ cookie }), redirect: "manual" });
   const html = await response.text();
   const handle = /name="handle" value="([^"]+)"/.exec(html)?.[1] ?? null;
   const consentCookie = response.headers
@@ -85,7 +94,11 @@ export async function decide(
   for (const scope of scopes) form.append("scope", scope);
   const response = await call("/authorize", {
     method: "POST",
-    headers: { cookie: `${cookie}; ${consent.consentCookie}`, origin: ORIGIN, "content-type": "application/x-www-form-urlencoded" },
+    headers: fromSomewhere({
+      cookie: `${cookie}; ${consent.consentCookie}`,
+      origin: ORIGIN,
+      "content-type": "application/x-www-form-urlencoded",
+    }),
     body: form,
     redirect: "manual",
   });

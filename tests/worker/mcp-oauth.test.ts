@@ -23,14 +23,19 @@ describe("discovery", () => {
     const challenge = response.headers.get("www-authenticate") ?? "";
     expect(challenge).toMatch(/^Bearer /);
     expect(challenge).toContain(`resource_metadata="${ORIGIN}/.well-known/oauth-protected-resource/mcp"`);
-    expect(challenge).toContain('scope="memory:read"');
+    // Both scopes, so a standard client asks for read and write (the person may untick write).
+    expect(challenge).toContain('scope="memory:read memory:write"');
   });
 
   it("publishes protected-resource metadata (RFC 9728) and authorization-server metadata (RFC 8414)", async () => {
     const resource = await call("/.well-known/oauth-protected-resource/mcp");
     expect(resource.status).toBe(200);
     const rm = (await resource.json()) as Record<string, unknown>;
-    expect(rm).toMatchObject({ resource: `${ORIGIN}/mcp`, authorization_servers: [ORIGIN], scopes_supported: ["memory:read"] });
+    expect(rm).toMatchObject({
+      resource: `${ORIGIN}/mcp`,
+      authorization_servers: [ORIGIN],
+      scopes_supported: ["memory:read", "memory:write"],
+    });
 
     const server = await call("/.well-known/oauth-authorization-server");
     expect(server.status).toBe(200);

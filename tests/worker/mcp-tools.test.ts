@@ -1,6 +1,6 @@
 // Guards "an app connected through MCP reaches the person's memory as that person, and only as far as they
-// allowed": the six tools with truthful annotations, writes marked as the app's and refused on a read-only
-// grant, two people never seeing each other's memories, email text fenced as in chat, Connected apps
+// allowed": the six tools with truthful annotations, writes marked as the app's (and fenced when read back)
+// and refused on a read-only grant, two people never seeing each other's memories, email text fenced as in chat, Connected apps
 // listed and revoked (401 at once), and account deletion removing every grant.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
@@ -69,8 +69,12 @@ describe("the tools", () => {
     expect(hit?.toldAt).toBeTruthy();
     expect(hit?.happenedAt?.startsWith("2026-05-01")).toBe(true);
 
+    // What an app wrote is another app's words when read back: fenced as data (issue 25).
     const got = toolText(await client.callTool({ name: "get_memory", arguments: { id } }));
-    expect((got.json as { memory: { properties: Record<string, unknown> } }).memory.properties.author).toBe("Susanna Clarke");
+    const memory = (got.json as { memory: { name: string; properties: Record<string, unknown>; untrusted: string } }).memory;
+    expect(memory.properties.author).toBe("<app-data>Susanna Clarke</app-data>");
+    expect(memory.name).toBe("<app-data>Piranesi</app-data>");
+    expect(memory.untrusted).toMatch(/another app/);
 
     const listed = toolText(await client.callTool({ name: "list_memories", arguments: { type: "book" } }));
     expect((listed.json as { memories: Array<{ id: string }> }).memories.map((m) => m.id)).toContain(id);
@@ -86,11 +90,9 @@ describe("the tools", () => {
     const kept = await seedMemory(person.id, { type: "movie", name: "Arrival" });
     const { tokens } = await connectApp(await sessionCookie(person), ["memory:read"]);
     const client = await mcpClient(tokens.access_token);
-    const add = toolText(await client.callTool({ name: "add_memory", arguments: { type: "book", name: "Dune" } }));
-    expect(add.isError).toBe(true);
-    expect(add.text).toMatch(/may only read/);
-    const forget = toolText(await client.callTool({ name: "forget_memory", arguments: { id: kept } }));
-    expect(forget.isError).toBe(true);
+    // 403 insufficient_scope, which the official client turns into a step-up (tests/worker/mcp-doors.test.ts).
+    await expect(client.callTool({ name: "add_memory", arguments: { type: "book", name: "Dune" } })).rejects.toThrow(/Insufficient scope/);
+    await expect(client.callTool({ name: "forget_memory", arguments: { id: kept } })).rejects.toThrow(/Insufficient scope/);
     const listed = toolText(await client.callTool({ name: "list_memories", arguments: {} }));
     expect((listed.json as { memories: Array<{ id: string; name: string }> }).memories.map((m) => m.name)).toEqual(["Arrival"]);
   });

@@ -1,8 +1,10 @@
 // The apps a person connected through MCP: one OAuth grant each (worker/mcp/oauth.ts), listed and
-// revoked through the provider's helpers. Revoking deletes the grant and every token of it, so the
-// app's next /mcp call is a 401. "Last used" is Soma's own note in OAUTH_KV, written at most once a
+// revoked through the provider's helpers. Revoking tells the person's agent, which refuses the grant at
+// once wherever a call lands, then deletes the grant and every token of it, so the app's next /mcp
+// call is a 401 (KV's edge cache may keep serving a deleted token for about a minute; the agent does not). "Last used" is Soma's own note in OAUTH_KV, written at most once a
 // minute per grant and isolate, and removed with the grant.
 import type { OAuthHelpers } from "@cloudflare/workers-oauth-provider";
+import { agentFor } from "../agent-routing";
 import { READ_SCOPE, WRITE_SCOPE } from "./oauth";
 
 const USED_PREFIX = "soma:app-used:";
@@ -22,7 +24,7 @@ export interface ConnectedApp {
 }
 
 /** The grant id inside one of the provider's tokens (`userId:grantId:secret`). */
-function grantOf(token: string): string | null {
+export function grantOf(token: string): string | null {
   const parts = token.split(":");
   return parts.length === 3 && parts[1] ? parts[1] : null;
 }
@@ -64,6 +66,9 @@ export async function listConnectedApps(oauth: OAuthHelpers, env: Env, userId: s
 export async function revokeConnectedApp(oauth: OAuthHelpers, env: Env, userId: string, grantId: string): Promise<boolean> {
   const apps = await listConnectedApps(oauth, env, userId);
   if (!apps.some((app) => app.id === grantId)) return false;
+  // The agent first: from now on it refuses the grant's calls wherever they land, even where KV still
+  // serves the deleted token from its cache (worker/mcp/server.ts).
+  await (await agentFor(env, userId)).disconnectApp(grantId);
   await oauth.revokeGrant(grantId, userId);
   await env.OAUTH_KV.delete(`${USED_PREFIX}${grantId}`);
   lastNoted.delete(grantId);

@@ -57,18 +57,47 @@ function options(origin: string, app: Handler): OAuthProviderOptions<Env> {
     tokenEndpoint: "/oauth/token",
     clientRegistrationEndpoint: "/oauth/register",
     scopesSupported: [...SCOPES, "offline_access"],
-    requiredScopes: [READ_SCOPE],
+    // What a standard client asks for: the 401 challenge's scope, else this resource's scopes_supported
+    // (issue 25). Both scopes, so the consent page opens with write ticked and the person may untick it;
+    // advertised here, enforced by the /mcp route (worker/mcp/server.ts) per tool.
+    requiredScopes: [...SCOPES],
     accessTokenTTL: ACCESS_TOKEN_SECONDS,
     refreshTokenIdleTTL: REFRESH_IDLE_SECONDS,
+    // A registration lives twice the refresh idle time, renewed by the provider when a token exchange
+    // finds it past half: no grant outlives its client. One nobody connected goes within a day
+    // (worker/mcp/upkeep.ts).
+    clientRegistrationTTL: 2 * REFRESH_IDLE_SECONDS,
     clientIdMetadataDocumentEnabled: true,
     resourceMetadata: { resource: `${origin}${MCP_PATH}`, authorization_servers: [origin], resource_name: "Soma memory" },
   };
 }
 
+/** The doors anyone may knock on without a session or a token, each limited per client address. */
+const LIMITED_DOORS = new Set(["/oauth/register", AUTHORIZE_PATH]);
+
+/**
+ * 429 when this client address asked too often at a door that writes to KV or fetches a URL the client
+ * names (registration; /authorize, which may fetch a client ID metadata document): a free KV plan's
+ * 1,000 writes a day would otherwise be one script away from no app getting a token. Null when allowed.
+ */
+async function overDoorLimit(request: Request, env: Env): Promise<Response | null> {
+  const { pathname } = new URL(request.url);
+  if (!LIMITED_DOORS.has(pathname)) return null;
+  const address = request.headers.get("cf-connecting-ip") ?? "unknown";
+  const { success } = await env.OAUTH_RATE_LIMITER.limit({ key: `${pathname}:${address}` });
+  if (success) return null;
+  return Response.json(
+    { error: "rate_limited", error_description: "Too many requests from this address. Try again in a minute." },
+    { status: 429, headers: { "Retry-After": "60", "Cache-Control": "no-store" } },
+  );
+}
+
 /** The Worker's fetch: the OAuth provider for this origin in front of `app`. */
 export function withOAuth(app: Handler): { fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> } {
   return {
-    fetch(request, env, ctx) {
+    async fetch(request, env, ctx) {
+      const limited = await overDoorLimit(request, env);
+      if (limited) return limited;
       const origin = deploymentOrigin(env, request);
       let provider = providers.get(origin);
       if (!provider) {
@@ -82,8 +111,9 @@ export function withOAuth(app: Handler): { fetch(request: Request, env: Env, ctx
   };
 }
 
-/** The provider's helpers (consent, grants, clients) for this deployment, usable from any route. */
-export function oauthApi(env: Env, request: Request): OAuthHelpers {
+/** The provider's helpers (consent, grants, clients) for this deployment, usable from any route (and,
+ * without a request, from the scheduled upkeep: the helpers it uses do not depend on the origin). */
+export function oauthApi(env: Env, request?: Request): OAuthHelpers {
   const noApp: Handler = { fetch: () => new Response(null, { status: 404 }) };
-  return getOAuthApi(options(deploymentOrigin(env, request), noApp), env);
+  return getOAuthApi(options(deploymentOrigin(env, request ?? new Request("http://localhost/")), noApp), env);
 }

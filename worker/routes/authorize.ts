@@ -1,8 +1,8 @@
 // The OAuth consent page of the MCP server (worker/mcp/oauth.ts), Soma's own part of the authorization
 // code flow:
-//   GET  /authorize  the provider validates the request (client, exact registered redirect URI, PKCE
-//                    S256, resource); signed out, the person signs in first and comes back here
-//                    (worker/auth/return-to.ts); signed in, the page names the app as it registered
+//   GET  /authorize  signed out, the person signs in first and comes back here (worker/auth/return-to.ts),
+//                    before anything of the request is read; signed in, the provider validates the
+//                    request (client, exact registered redirect URI, PKCE S256, resource), and the page names the app as it registered
 //                    itself, where access goes, and what it asks for, with Allow and Deny
 //   POST /authorize  the decision. The form carries only the provider's handle, which works once, for
 //                    ten minutes, in the browser that opened the page (a cookie of its own), and the
@@ -20,6 +20,7 @@ import { returnAfterSignIn } from "../auth/return-to";
 import { sessionPerson } from "../auth/session";
 import { limitBody } from "../body-limit";
 import { oauthApi, READ_SCOPE, WRITE_SCOPE, type GrantProps } from "../mcp/oauth";
+import { markClientConnected } from "../mcp/upkeep";
 import { page } from "../pages/layout";
 import type { AppEnv } from "../types";
 
@@ -92,15 +93,17 @@ function authorizationFailure(c: Context<AppEnv>, error: unknown): Response | Pr
 
 export const authorize = new Hono<AppEnv>()
   .get("/", async (c) => {
+    // The session first (issue 25): a request is parsed, its client looked up and a client ID metadata
+    // document fetched only for a person signed in here, never for anyone who sends a link.
+    const person = await sessionPerson(c);
+    if (!person) {
+      const url = new URL(c.req.url);
+      returnAfterSignIn(c, `${url.pathname}${url.search}`);
+      return c.redirect("/login", 302);
+    }
     const oauth = oauthApi(c.env, c.req.raw);
     try {
       const request = await oauth.parseAuthRequest(c.req.raw);
-      const person = await sessionPerson(c);
-      if (!person) {
-        const url = new URL(c.req.url);
-        returnAfterSignIn(c, `${url.pathname}${url.search}`);
-        return c.redirect("/login", 302);
-      }
       const details = await oauth.describeConsent(request);
       const consent = await oauth.beginConsent(request);
       const response = await c.html(consentPage(details, consent.handle, person.displayName));
@@ -136,6 +139,7 @@ export const authorize = new Hono<AppEnv>()
         scope: approved.request.scope,
         props,
       });
+      await markClientConnected(c.env, approved.request.clientId);
       return backToApp(c, redirectTo, approved.headers);
     } catch (error) {
       if (error instanceof AuthorizationError) return refusalPage(c, `${error.description} Start connecting again from the app.`, 400);

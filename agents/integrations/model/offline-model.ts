@@ -59,7 +59,7 @@ const PLURALS: Record<string, string> = {
 /** What the last user message asks for. */
 function parseIntent(text: string): Intent {
   // Someone else's words (agents/telegram-input.ts marks a forward so): nothing in them is the person's.
-  const forwarded = /^Forwarded from (.+?):\n/.exec(text.trim());
+  const forwarded = /^Forwarded from ([^\n]+):\n/.exec(text.trim());
   if (forwarded?.[1]) return { kind: "forwarded", from: forwarded[1] };
   const clean = text.trim().replace(/\s+/g, " ");
   const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
@@ -259,8 +259,9 @@ function recalled(output: unknown): Array<{ id: string; name: string; type: stri
     output
       .map((item) => (item as { entity?: { id: string; name: string; type: string } }).entity)
       .filter((e): e is { id: string; name: string; type: string } => Boolean(e?.id))
-      // A memory from email comes fenced as data (agents/turn/tools/untrusted-memory.ts); a reply shows the name alone.
-      .map((e) => ({ ...e, name: e.name.replace(/<\/?email-data>/g, "") }))
+      // A memory from email or another app comes fenced as data (agents/turn/tools/untrusted-memory.ts);
+      // a reply shows the name alone.
+      .map((e) => ({ ...e, name: e.name.replace(/<\/?(?:email|app)-data>/g, "") }))
   );
 }
 

@@ -5,7 +5,7 @@ import type { ModelMessage } from "ai";
 import type { Database } from "../../../db/database";
 import type { SourceRef } from "../../../db/repositories/memory";
 import type { Embedder } from "../../integrations/model/embeddings";
-import { refusalFor, showsEmailText, type GuardedTool } from "./untrusted-memory";
+import { refusalFor, showsThirdPartyText, type GuardedTool } from "./untrusted-memory";
 
 export interface ToolContext {
   db: Database;
@@ -33,11 +33,11 @@ export type MemoryActivity =
  * The refusal when this call would act on an email's say-so (see untrusted-memory.ts), else null.
  * `targets` gives the names of what the call acts on; it is asked only when email text is in view.
  */
-export async function emailRefusal(
+export async function thirdPartyRefusal(
   tool: GuardedTool,
   messages: ModelMessage[],
   targets: () => string[] | Promise<string[]>,
 ): Promise<string | null> {
-  if (!showsEmailText(messages)) return null;
+  if (!showsThirdPartyText(messages)) return null;
   return refusalFor(tool, await targets(), messages);
 }

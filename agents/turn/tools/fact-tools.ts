@@ -8,7 +8,7 @@ import { correctFact, deleteFact, factStatements } from "../../../db/repositorie
 import { recordSource } from "../../../db/repositories/memory";
 import { FACT_CATEGORIES } from "../../fact-extraction";
 import { embedOne } from "../../integrations/model/embeddings";
-import { emailRefusal, type ToolContext } from "./context";
+import { thirdPartyRefusal, type ToolContext } from "./context";
 import type { GuardedTool } from "./untrusted-memory";
 
 const factId = z.uuid().describe('id of a fact from memory_recall (results of kind "fact")');
@@ -16,7 +16,7 @@ const factId = z.uuid().describe('id of a fact from memory_recall (results of ki
 export function factTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
   const refusal = (name: GuardedTool, id: string, messages: ModelMessage[]) =>
-    emailRefusal(name, messages, () => db.withUser(userId, (tx) => factStatements(tx, [id])));
+    thirdPartyRefusal(name, messages, () => db.withUser(userId, (tx) => factStatements(tx, [id])));
 
   return {
     fact_correct: tool({

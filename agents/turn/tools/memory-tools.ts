@@ -15,9 +15,10 @@ import {
   relateEntities,
   updateEntityProperties,
 } from "../../../db/repositories/memory";
-import { createReminder } from "../../../db/repositories/reminders";
+import { IMPORT_CAPS } from "../../../db/repositories/import-caps";
+import { createReminderWithinCap } from "../../../db/repositories/reminders";
 import { EntityType, MemoryName } from "../../entity-type";
-import { emailRefusal, type ToolContext } from "./context";
+import { thirdPartyRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
 import { embedOne } from "../../integrations/model/embeddings";
@@ -33,7 +34,7 @@ export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
   // Names the call acts on: the model's own words, or the stored names of the entities it names by id.
   const refusal = (name: GuardedTool, targets: string[] | { entityIds: string[] }, messages: ModelMessage[]) =>
-    emailRefusal(name, messages, () =>
+    thirdPartyRefusal(name, messages, () =>
       Array.isArray(targets) ? targets : db.withUser(userId, (tx) => entityNames(tx, targets.entityIds)),
     );
 
@@ -159,14 +160,23 @@ export function memoryTools(context: ToolContext): ToolSet {
         // delivery below (Inngest event `reminder-${eventId}`, deduplicated by id) is the same one too.
         // The time is keyed as the instant it names: "…T09:00:00+02:00" and "…T07:00:00Z" are one reminder.
         const key = await idempotencyKey(context.source, "schedule_create", { text, at: when.toISOString() });
-        const eventId = await db.withUser(userId, async (tx) => {
+        // At most as many waiting as an import may leave (IMPORT_CAPS.futureReminders): each one is a
+        // Telegram message when it falls due. Counted in the insert's transaction (issue 25).
+        const created = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
-          return createReminder(tx, userId, { text, at: when, sourceId, idempotencyKey: key });
+          return createReminderWithinCap(tx, userId, { text, at: when, sourceId, idempotencyKey: key }, IMPORT_CAPS.futureReminders);
         });
+        if ("waiting" in created) return { error: tooManyReminders(created.waiting) };
+        const { eventId } = created;
         context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
         const delivery = (await context.scheduleReminder?.({ eventId, at: when.toISOString() })) ?? false;
         return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
       },
     }),
   };
+}
+
+/** What the model is told (and may tell the person) when the reminders waiting are at the cap. */
+function tooManyReminders(waiting: number): string {
+  return `You already have ${waiting} reminders waiting; that is the most Soma keeps. Cancel one you no longer need (/reminders, then /cancel <number>, or the web app), or wait until one has been sent, then ask again.`;
 }

@@ -4,7 +4,9 @@
 // claimReminder, finishReminder), or scheduled → cancelled (cancelReminder). Each move is one
 // conditional UPDATE on the row, so a cancel and a delivery can never both win. Other repositories
 // touch reminders only as events among others: the morning brief (./digest.ts) lists upcoming events of
-// every kind, and an export and import (./export.ts) carry every events row as it is.
+// every kind, and an export and import (./export.ts) carry every events row as it is. The model's
+// schedule_create keeps at most a cap of reminders still to come (createReminderWithinCap), counted
+// under a per-person lock in the insert's transaction.
 // Every function takes a Database.withUser transaction: row-level security keeps it to one person.
 import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
 import type { Tx } from "../database";
@@ -53,6 +55,55 @@ export async function createReminder(
     : [];
   if (!existing) throw new Error("createReminder returned no row");
   return existing.id;
+}
+
+/**
+ * Holds the person's reminders still to come steady until this transaction ends: a transaction-scoped
+ * advisory lock on the person (their users row is not the app's to lock: soma_app may not update it).
+ * Whoever counts them against a cap (schedule_create, an import) takes it first, so two writers at once
+ * cannot both see room for the last one.
+ */
+export async function lockFutureReminders(tx: Tx, userId: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`soma:future-reminders:${userId}`}, 0))`);
+}
+
+/** Reminders still to come: scheduled, and due after `now`. */
+export async function futureReminderCount(tx: Tx, userId: string, now: Date): Promise<number> {
+  const [row] = await tx
+    .select({ n: sql<number>`count(*)::int` })
+    .from(events)
+    .where(
+      and(
+        eq(events.userId, userId),
+        eq(events.kind, "reminder"),
+        eq(events.status, "scheduled"),
+        sql`${events.occurredAt} > ${now.toISOString()}::timestamptz`,
+      ),
+    );
+  return row?.n ?? 0;
+}
+
+/**
+ * createReminder for the model's schedule_create, unless the person already has `cap` reminders still to
+ * come: then nothing is written and the answer is how many are waiting. Counted under
+ * lockFutureReminders in the insert's own transaction, so two turns at once never both take the last
+ * place. A re-run (the same idempotency key) gets its reminder back, whatever the count is now.
+ */
+export async function createReminderWithinCap(
+  tx: Tx,
+  userId: string,
+  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey: string },
+  cap: number,
+): Promise<{ eventId: string } | { waiting: number }> {
+  const [existing] = await tx
+    .select({ id: events.id })
+    .from(events)
+    .where(and(eq(events.userId, userId), eq(events.idempotencyKey, reminder.idempotencyKey)));
+  if (existing) return { eventId: existing.id };
+  await lockFutureReminders(tx, userId);
+  const waiting = await futureReminderCount(tx, userId, new Date());
+  if (waiting >= cap) return { waiting };
+  return { eventId: await createReminder(tx, userId, reminder) };
 }
 
 /** The most past reminders listed (newest first); upcoming ones are all listed. */

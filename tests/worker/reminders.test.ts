@@ -2,10 +2,17 @@
 // numbered; /cancel <n> cancels the n-th of the list shown last (stale or wrong numbers answered
 // plainly, never another reminder); GET /api/reminders lists upcoming and past with their status;
 // DELETE /api/reminders/:id cancels (idempotent; 400 malformed, 404 not theirs, 409 already sent).
+// schedule_create (the model's tool, in the real AI SDK loop with a scripted model) keeps at most
+// IMPORT_CAPS.futureReminders waiting, as an import does, and says so in an error the model can relay.
+import { generateText, isStepCount } from "ai";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { localEmbedder } from "../../agents/integrations/model/embeddings";
+import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { IMPORT_CAPS } from "../../db/repositories/import-caps";
 import { createReminder } from "../../db/repositories/reminders";
 import { call, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
+import { scriptedModel } from "./scripted-model";
 import { converse, personOfChat } from "./telegram-updates";
 
 const HOUR = 3_600_000;
@@ -180,5 +187,69 @@ describe("/api/reminders", () => {
 
     expect(await statuses(person.id)).toEqual({ "Water plants": "cancelled", "Sent one": "delivered" });
     expect(await statuses(other.id)).toEqual({ "Their appointment": "scheduled" });
+  });
+});
+
+describe("schedule_create keeps at most IMPORT_CAPS.futureReminders waiting (issue 25)", () => {
+  const CAP = IMPORT_CAPS.futureReminders;
+
+  /** One turn in which the model asks for one reminder; the tool's result. */
+  async function ask(
+    userId: string,
+    text: string,
+    source = crypto.randomUUID(),
+    at = new Date(Date.now() + 5 * HOUR).toISOString(),
+  ): Promise<Record<string, unknown>> {
+    const result = await generateText({
+      model: scriptedModel([{ tool: "schedule_create", input: { text, at } }, { text: "ok" }]),
+      tools: memoryTools({ db: testDatabase(), userId, embedder: localEmbedder, source: { kind: "test", externalId: source } }),
+      stopWhen: isStepCount(2),
+      prompt: `remind me: ${text}`,
+    });
+    return result.steps[0]!.toolResults[0]!.output as Record<string, unknown>;
+  }
+
+  /** `count` reminders still to come (and, around them, reminders that no longer wait: they never count). */
+  async function waiting(userId: string, count: number): Promise<void> {
+    await testDatabase().withUser(userId, async (tx) => {
+      for (let i = 0; i < count; i++)
+        await createReminder(tx, userId, { text: `r${i}`, at: new Date(Date.now() + (i + 1) * HOUR), sourceId: null });
+      for (const status of ["delivered", "cancelled"]) {
+        const id = await createReminder(tx, userId, { text: status, at: new Date(Date.now() + HOUR), sourceId: null });
+        await tx.execute(sql`update events set status = ${status} where id = ${id}`);
+      }
+      await createReminder(tx, userId, { text: "past", at: new Date(Date.now() - HOUR), sourceId: null });
+    });
+  }
+
+  const scheduled = async (userId: string) =>
+    (
+      (await testDatabase().withUser(userId, (tx) =>
+        tx.execute(sql`select count(*)::int as n from events where kind = 'reminder' and status = 'scheduled' and occurred_at > now()`),
+      )) as unknown as Array<{ n: number }>
+    )[0]!.n;
+
+  it("refuses the one past the cap with an error the model can relay, and writes nothing", async () => {
+    const person = await newPerson();
+    await waiting(person.id, CAP - 1);
+    const [source, at] = [crypto.randomUUID(), new Date(Date.now() + 5 * HOUR).toISOString()];
+    const last = await ask(person.id, "the last one that fits", source, at);
+    expect(last).toMatchObject({ eventId: expect.any(String) });
+    expect(await ask(person.id, "one too many")).toEqual({
+      error: `You already have ${CAP} reminders waiting; that is the most Soma keeps. Cancel one you no longer need (/reminders, then /cancel <number>, or the web app), or wait until one has been sent, then ask again.`,
+    });
+    expect(await scheduled(person.id)).toBe(CAP);
+    // A re-run of the turn that made the last one (same message, same reminder) still gets it back.
+    expect(await ask(person.id, "the last one that fits", source, at)).toMatchObject({ eventId: last.eventId });
+    expect(await scheduled(person.id)).toBe(CAP);
+  });
+
+  it("lets only one of two turns at once take the last place", async () => {
+    const person = await newPerson();
+    await waiting(person.id, CAP - 1);
+    const results = await Promise.all([ask(person.id, "first at once"), ask(person.id, "second at once")]);
+    expect(results.filter((r) => "eventId" in r)).toHaveLength(1);
+    expect(results.filter((r) => "error" in r)).toHaveLength(1);
+    expect(await scheduled(person.id)).toBe(CAP);
   });
 });

@@ -4,16 +4,20 @@
 //   POST /api/workflows  unsigned (8 MB), with a fresh forged X-Inngest-Signature (8 MB, and 4 MB: under
 //                        the run cap, so the shape limits answer), and
 //   POST /api/import     signed in as a person (8 MB),
+//   POST /mcp            with a read-only access token of the person's own (3.9 MB: under the 4 MiB the
+//                        MCP library refuses by itself, issue 25),
 // each refusal's status and time, the RSS of the workerd processes (from /proc: before each round, and
 // its peak during), and whether a normal request still answers right after.
-// BENCH_BOMBS_NAME names the result file (bench/results/<name>.json; default "bombs").
+// BENCH_BOMBS_NAME names the result file (bench/results/<name>.json; default "bombs"); BENCH_BOMBS_ONLY
+// runs only the doors whose path contains it (e.g. "/mcp").
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { inngestSignature } from "../agents/workflows/signature";
-import { machine, markdownTable, round, startBench } from "./support";
+import { machine, markdownTable, mcpAccessToken, round, startBench } from "./support";
 
 const PARALLEL = 3;
 const NAME = process.env.BENCH_BOMBS_NAME ?? "bombs";
+const ONLY = process.env.BENCH_BOMBS_ONLY;
 
 /** `{"a":[{},{},…]}` of exactly `bytes` bytes (give or take two). */
 function bomb(bytes: number): Buffer {
@@ -95,12 +99,15 @@ function forged(): string {
 
 const SIGNING_KEY = `signkey-bench-${"0f".repeat(32)}`;
 const JSON_TYPE = { "content-type": "application/json" };
+const MCP_HEADERS = { ...JSON_TYPE, accept: "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18" };
 
 interface Service {
   base: string;
   cookie: string;
+  /** A read-only MCP access token of the signed-in person. */
+  mcpToken: string;
   /** A normal request: what must still answer right after the bombs. */
-  normal: Record<"health" | "introspection" | "me", () => Promise<Outcome>>;
+  normal: Record<"health" | "introspection" | "me" | "mcp", () => Promise<Outcome>>;
   stop(): Promise<void>;
 }
 
@@ -115,14 +122,21 @@ async function startService(): Promise<Service> {
     .map((c) => c.split(";")[0]!)
     .join("; ");
   if (signIn.status !== 200 || !cookie) throw new Error(`sign-in answered ${signIn.status}`);
+  const mcpToken = await mcpAccessToken(base, cookie);
   const normal = {
     health: () => timed(`${base}/api/health`, {}),
+    mcp: () =>
+      timed(`${base}/mcp`, {
+        method: "POST",
+        headers: { ...MCP_HEADERS, authorization: `Bearer ${mcpToken}` },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "list_memories", arguments: {} } }),
+      }),
     introspection: async () =>
       timed(`${base}/api/workflows`, { headers: { "x-inngest-signature": await inngestSignature("", SIGNING_KEY) } }),
     me: () => timed(`${base}/api/me`, { headers: { cookie } }),
   };
   for (const check of Object.values(normal)) await check();
-  return { base, cookie, normal, stop: () => bench.stop() };
+  return { base, cookie, mcpToken, normal, stop: () => bench.stop() };
 }
 
 interface Round {
@@ -136,7 +150,7 @@ interface Round {
 async function main() {
   const eight = bomb(8 * 1024 * 1024);
   const four = bomb(4 * 1024 * 1024);
-  const rounds: Round[] = [
+  const all: Round[] = [
     // The floor: what sending 8 MB costs (wrangler dev's proxy and workerd), refused unread by any Worker.
     {
       door: "POST /api/nothing-here, 8 MB (no route: 404)",
@@ -167,7 +181,15 @@ async function main() {
       headers: (service) => ({ ...JSON_TYPE, cookie: service.cookie, origin: service.base }),
       after: "me",
     },
+    {
+      door: "POST /mcp, a token of one's own, 3.9 MB",
+      path: "/mcp",
+      body: bomb(3.9 * 1024 * 1024),
+      headers: (service) => ({ ...MCP_HEADERS, authorization: `Bearer ${service.mcpToken}` }),
+      after: "mcp",
+    },
   ];
+  const rounds = all.filter((r) => !ONLY || r.path.includes(ONLY));
 
   const results = [];
   // A fresh service each round: RSS seldom shrinks back, and a round that kills workerd must not spoil the next.

@@ -10,7 +10,6 @@
 // with a session made for the bench), Allow, the code exchanged with PKCE. The person's search budget
 // is 60 a minute (agents/rate-limit.ts), shared by every door: the HTTP queries run in rounds of 55 with
 // a minute's pause between them. Writes bench/results/mcp.json and .md.
-import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -22,7 +21,7 @@ import { createPerson, createSession } from "../db/repositories/auth";
 import { normalizeName, recallMemory } from "../db/repositories/memory";
 import { start } from "../ops/start";
 import { freePort } from "../tests/node/helpers";
-import { markdownTable, summary, writeResults } from "./support";
+import { markdownTable, mcpAccessToken, summary, writeResults } from "./support";
 
 const MEMORIES = Number(process.env.BENCH_MCP_MEMORIES ?? 10_000);
 const QUERIES = Number(process.env.BENCH_MCP_QUERIES ?? 165);
@@ -61,60 +60,6 @@ async function load(db: Database, userId: string): Promise<void> {
   }
 }
 
-/** An access token for `userId`, granted through the consent page as a person grants it. */
-async function grant(base: string, sessionToken: string): Promise<string> {
-  const redirect = "http://127.0.0.1:9/callback";
-  const registered = (await (
-    await fetch(`${base}/oauth/register`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "Bench", redirect_uris: [redirect], token_endpoint_auth_method: "none" }),
-    })
-  ).json()) as { client_id: string };
-  const verifier = randomBytes(32).toString("base64url");
-  const challenge = createHash("sha256").update(verifier).digest("base64url");
-  const params = new URLSearchParams({
-    response_type: "code",
-    client_id: registered.client_id,
-    redirect_uri: redirect,
-    scope: "memory:read",
-    state: "bench",
-    code_challenge: challenge,
-    code_challenge_method: "S256",
-    resource: `${base}/mcp`,
-  });
-  const session = `__Host-soma_session=${sessionToken}`;
-  const page = await fetch(`${base}/authorize?${params}`, { headers: { cookie: session } });
-  const handle = /name="handle" value="([^"]+)"/.exec(await page.text())?.[1];
-  const consentCookie = page.headers
-    .getSetCookie()
-    .map((c) => c.split(";")[0])
-    .join("; ");
-  if (!handle) throw new Error(`the consent page answered ${page.status} without a form`);
-  const decided = await fetch(`${base}/authorize`, {
-    method: "POST",
-    headers: { cookie: `${session}; ${consentCookie}`, origin: base, "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ handle, decision: "approve", scope: "memory:read" }),
-  });
-  const location = /href="([^"]+)" id="continue"/.exec(await decided.text())?.[1]?.replaceAll("&amp;", "&");
-  const code = location ? new URL(location).searchParams.get("code") : null;
-  if (!code) throw new Error("consent gave no code");
-  const tokens = (await (
-    await fetch(`${base}/oauth/token`, {
-      method: "POST",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: new URLSearchParams({
-        grant_type: "authorization_code",
-        code,
-        redirect_uri: redirect,
-        client_id: registered.client_id,
-        code_verifier: verifier,
-      }),
-    })
-  ).json()) as { access_token: string };
-  return tokens.access_token;
-}
-
 async function main() {
   const app = await start(
     { PATH: process.env.PATH ?? "", PORT: String(await freePort()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-bench-mcp-`) },
@@ -129,7 +74,7 @@ async function main() {
     const owner = postgres(app.databaseUrl, { max: 1, onnotice: () => {} });
     await owner`analyze entities`;
     await owner.end();
-    const token = await grant(app.url, await createSession(db, person.id, 3600));
+    const token = await mcpAccessToken(app.url, `__Host-soma_session=${await createSession(db, person.id, 3600)}`);
     const client = new Client({ name: "soma-bench", version: "1.0.0" });
     await client.connect(
       new StreamableHTTPClientTransport(new URL(`${app.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),

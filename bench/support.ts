@@ -2,6 +2,7 @@
 // Durable Objects, the embedded Postgres in a fresh directory) wired to loopback stand-ins for the
 // Bot API and an instant OpenAI-compatible model (tests/setup/stand-ins.ts, in this process, so reply
 // arrival times are on this process's clock), and the statistics and result files.
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { start, type Running } from "../ops/start";
@@ -135,4 +136,58 @@ export function markdownTable(header: string[], rows: Array<Array<string | numbe
     `|${header.map((_, i) => (i === 0 ? "---" : "---:")).join("|")}|`,
     ...rows.map((r) => `| ${r.join(" | ")} |`),
   ].join("\n");
+}
+
+/** A read-only MCP access token for the person signed in with `session` (a cookie), granted through the
+ * consent page as a person grants it. */
+export async function mcpAccessToken(base: string, session: string): Promise<string> {
+  const redirect = "http://127.0.0.1:9/callback";
+  const registered = (await (
+    await fetch(`${base}/oauth/register`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ client_name: "Bench", redirect_uris: [redirect], token_endpoint_auth_method: "none" }),
+    })
+  ).json()) as { client_id: string };
+  const verifier = randomBytes(32).toString("base64url");
+  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const params = new URLSearchParams({
+    response_type: "code",
+    client_id: registered.client_id,
+    redirect_uri: redirect,
+    scope: "memory:read",
+    state: "bench",
+    code_challenge: challenge,
+    code_challenge_method: "S256",
+    resource: `${base}/mcp`,
+  });
+  const page = await fetch(`${base}/authorize?${params}`, { headers: { cookie: session } });
+  const handle = /name="handle" value="([^"]+)"/.exec(await page.text())?.[1];
+  const consentCookie = page.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
+  if (!handle) throw new Error(`the consent page answered ${page.status} without a form`);
+  const decided = await fetch(`${base}/authorize`, {
+    method: "POST",
+    headers: { cookie: `${session}; ${consentCookie}`, origin: base, "content-type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ handle, decision: "approve", scope: "memory:read" }),
+  });
+  const location = /href="([^"]+)" id="continue"/.exec(await decided.text())?.[1]?.replaceAll("&amp;", "&");
+  const code = location ? new URL(location).searchParams.get("code") : null;
+  if (!code) throw new Error("consent gave no code");
+  const tokens = (await (
+    await fetch(`${base}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirect,
+        client_id: registered.client_id,
+        code_verifier: verifier,
+      }),
+    })
+  ).json()) as { access_token: string };
+  return tokens.access_token;
 }

@@ -120,7 +120,7 @@ export type Config = z.infer<typeof ConfigSchema>;
 export const CONFIG_KEYS: readonly string[] = ConfigFields.keyof().options;
 
 /** Names that say a value is a credential. */
-const CREDENTIAL_NAME = /(_SECRET|_TOKEN|_KEY|_DSN|_PASSWORD)$/;
+const CREDENTIAL_NAME = /(_SECRET|_TOKEN|_KEY|_DSN|_PASSWORD)(_FALLBACK)?$/;
 /** Named like a credential but public by design: Langfuse's public key goes out with every trace. */
 const PUBLIC_BY_DESIGN = new Set(["LANGFUSE_PUBLIC_KEY"]);
 

@@ -9,9 +9,13 @@ import { scrubSecrets } from "../../platform/telemetry/scrub";
 
 describe("the scrub list", () => {
   it("holds every configuration value named like a credential, the operator token and PostHog's personal key among them", () => {
-    const credentialNamed = CONFIG_KEYS.filter((key) => /(SECRET|TOKEN|KEY|DSN|PASSWORD)$/.test(key) && key !== "LANGFUSE_PUBLIC_KEY");
+    const credentialNamed = CONFIG_KEYS.filter(
+      (key) => /(SECRET|TOKEN|KEY|DSN|PASSWORD)(_FALLBACK)?$/.test(key) && key !== "LANGFUSE_PUBLIC_KEY",
+    );
     expect([...SECRET_CONFIG_KEYS].sort()).toEqual([...credentialNamed].sort());
-    expect(SECRET_CONFIG_KEYS).toEqual(expect.arrayContaining(["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "SESSION_SECRET", "AI_API_KEY"]));
+    expect(SECRET_CONFIG_KEYS).toEqual(
+      expect.arrayContaining(["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "SESSION_SECRET", "AI_API_KEY", "INNGEST_SIGNING_KEY_FALLBACK"]),
+    );
     expect(SECRET_CONFIG_KEYS).not.toContain("LANGFUSE_PUBLIC_KEY");
   });
 

@@ -18,7 +18,7 @@ export interface RegisteredClient {
  * A client address of its own for each request to a door limited per address (registration, /authorize:
  * 20 a minute each, worker/mcp/oauth.ts), as different people's browsers and apps would have.
  */
-export function fromSomewhere(headers: Record<string, string> = {}): Record<string, string> {
+function fromSomewhere(headers: Record<string, string> = {}): Record<string, string> {
   const octet = () => Math.floor(Math.random() * 256);
   return { ...headers, "cf-connecting-ip": `10.${octet()}.${octet()}.${octet()}` };
 }

@@ -32,7 +32,7 @@ import { registerMemoryTools, WRITE_TOOLS } from "./tools";
 const GrantProps = z.object({ userId: z.uuid(), appName: z.string().min(1) });
 
 /** The largest /mcp body read, and the shape it may have (add_memory's 50 details are ~110 values). */
-export const MCP_MAX_BYTES = 64 * 1024;
+const MCP_MAX_BYTES = 64 * 1024;
 const MCP_SHAPE = { maxDepth: 16, maxNodes: 2_000 };
 /** The first protocol version without JSON-RPC batches. */
 const NO_BATCHES_SINCE = "2025-06-18";

@@ -66,11 +66,6 @@ export function fenceText(text: string, kind: ThirdParty, max: number = MAX_MAIL
   return `<${tag}>${inner}</${tag}>`;
 }
 
-/** `text` from an email as the model gets it (the MCP tools use it too). */
-export function fenceEmailText(text: string, max: number = MAX_MAIL_TEXT): string {
-  return fenceText(text, "email", max);
-}
-
 /** Every string inside `value` (nested objects and arrays too) fenced; keys are the app's own, kept. */
 export function fenceDeep(value: unknown, kind: ThirdParty, max: number = MAX_MAIL_TEXT): unknown {
   if (typeof value === "string") return fenceText(value, kind, max);
@@ -82,7 +77,7 @@ export function fenceDeep(value: unknown, kind: ThirdParty, max: number = MAX_MA
 }
 
 /** Which kind of outside words a memory with this source kind holds, or null for the person's own. */
-export function thirdPartyOf(sourceKind: string | null | undefined): ThirdParty | null {
+function thirdPartyOf(sourceKind: string | null | undefined): ThirdParty | null {
   if (sourceKind === MAIL_SOURCE_KIND) return "email";
   if (sourceKind === MCP_SOURCE_KIND) return "app";
   return null;

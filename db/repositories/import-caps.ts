@@ -4,6 +4,7 @@
 // which cap, its limit and the number the file would have made.
 import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
+import { lockFutureReminders } from "./reminders";
 
 /**
  * What one import may add, and what it may bring an account to:
@@ -67,6 +68,8 @@ export async function checkAccountCaps(
     if (row && row.n > IMPORT_CAPS.memories) throw new ImportCapError("memories", row.n);
   }
   if (added.futureReminders > 0) {
+    // The same lock as the model's schedule_create: an import and a turn at once cannot both take the last place.
+    await lockFutureReminders(tx, userId);
     const [row] = await sqlRows<{ n: number }>(
       tx,
       sql`select count(*)::int as n from events

@@ -60,15 +60,17 @@ export async function createReminder(
 /**
  * Holds the person's reminders still to come steady until this transaction ends: a transaction-scoped
  * advisory lock on the person (their users row is not the app's to lock: soma_app may not update it).
- * Whoever counts them against a cap (schedule_create, an import) takes it first, so two writers at once
- * cannot both see room for the last one.
+ * Whoever counts them against a cap takes it first (schedule_create before its insert, an import after
+ * its rows went in: ./import-caps.ts), so two writers at once never both see room for the last one. No
+ * cycle: a turn waits for nothing after taking it but its own new row, and an import's rows carry no
+ * idempotency key a turn's insert could wait on.
  */
 export async function lockFutureReminders(tx: Tx, userId: string): Promise<void> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`soma:future-reminders:${userId}`}, 0))`);
 }
 
 /** Reminders still to come: scheduled, and due after `now`. */
-export async function futureReminderCount(tx: Tx, userId: string, now: Date): Promise<number> {
+async function futureReminderCount(tx: Tx, userId: string, now: Date): Promise<number> {
   const [row] = await tx
     .select({ n: sql<number>`count(*)::int` })
     .from(events)

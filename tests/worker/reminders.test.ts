@@ -244,6 +244,8 @@ describe("schedule_create keeps at most IMPORT_CAPS.futureReminders waiting (iss
     expect(await scheduled(person.id)).toBe(CAP);
   });
 
+  // The embedded Postgres (PGlite) runs one transaction at a time, so here this holds by itself; on a
+  // real server (SOMA_TEST_DATABASE_URL) it is the advisory lock in createReminderWithinCap that holds it.
   it("lets only one of two turns at once take the last place", async () => {
     const person = await newPerson();
     await waiting(person.id, CAP - 1);

@@ -9,7 +9,7 @@ import { z } from "zod";
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 
 /** What kind of recording a note is: each is encoded at its own highest bitrate. */
-export const RECORDINGS = ["voice", "audio", "video_note"] as const;
+const RECORDINGS = ["voice", "audio", "video_note"] as const;
 export type Recording = (typeof RECORDINGS)[number];
 
 /**

@@ -135,7 +135,8 @@ export class TelegramSender {
 
   /**
    * Downloads a file a person sent (getFile, then the file itself), at most `maxBytes` (never more than
-   * Telegram's 20 MB): a larger one is FileTooLargeError, whether Telegram says so or the bytes do.
+   * Telegram's 20 MB): a larger one is FileTooLargeError, whether Telegram says so (getFile's file_size,
+   * the file server's Content-Length) or the bytes do.
    * Within the send deadline, honouring `signal`; a failure throws (the inbox retries an outage).
    */
   async downloadFile(fileId: string, maxBytes = TELEGRAM_DOWNLOAD_LIMIT, signal?: AbortSignal): Promise<Uint8Array> {
@@ -154,6 +155,12 @@ export class TelegramSender {
         if (!file.file_path) throw new Error("Telegram gave no path for the file");
         const response = await fetch(`${this.#fileRoot}/${file.file_path}`, { signal: both });
         if (!response.ok || !response.body) throw new UpstreamHttpError("Telegram's file server", response.status);
+        // The file server's own word on the size, before a byte is read; then the bytes themselves.
+        const declared = Number(response.headers.get("content-length") ?? 0);
+        if (declared > limit) {
+          await response.body.cancel();
+          throw new FileTooLargeError(declared);
+        }
         return readAtMost(response.body, limit);
       },
       this.#sendDeadlineMs,

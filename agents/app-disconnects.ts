@@ -7,7 +7,8 @@ const PREFIX = "soma_app_disconnected:";
 const REMEMBERED_MS = 2 * 60 * 60 * 1000;
 
 /** Notes `grantId` as disconnected, dropping notes old enough to be needed no more. */
-export async function noteDisconnected(storage: DurableObjectStorage, grantId: string, now = Date.now()): Promise<void> {
+export async function noteDisconnected(storage: DurableObjectStorage, grantId: string): Promise<void> {
+  const now = Date.now();
   const notes = await storage.list<number>({ prefix: PREFIX });
   const stale = [...notes].filter(([, at]) => at < now - REMEMBERED_MS).map(([key]) => key);
   if (stale.length > 0) await storage.delete(stale);

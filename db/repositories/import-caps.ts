@@ -4,7 +4,7 @@
 // which cap, its limit and the number the file would have made.
 import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
-import { lockFutureReminders } from "./reminders";
+import { lockedFutureReminderCount } from "./reminders";
 
 /**
  * What one import may add, and what it may bring an account to:
@@ -68,13 +68,9 @@ export async function checkAccountCaps(
     if (row && row.n > IMPORT_CAPS.memories) throw new ImportCapError("memories", row.n);
   }
   if (added.futureReminders > 0) {
-    // The same lock as the model's schedule_create: an import and a turn at once cannot both take the last place.
-    await lockFutureReminders(tx, userId);
-    const [row] = await sqlRows<{ n: number }>(
-      tx,
-      sql`select count(*)::int as n from events
-          where user_id = ${userId} and kind = 'reminder' and status = 'scheduled' and occurred_at > ${now.toISOString()}::timestamptz`,
-    );
-    if (row && row.n > IMPORT_CAPS.futureReminders) throw new ImportCapError("futureReminders", row.n);
+    // Counted as the model's schedule_create counts them, under the same lock: an import and a turn at
+    // once cannot both take the last place.
+    const waiting = await lockedFutureReminderCount(tx, userId, now);
+    if (waiting > IMPORT_CAPS.futureReminders) throw new ImportCapError("futureReminders", waiting);
   }
 }

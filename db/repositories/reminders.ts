@@ -58,19 +58,15 @@ export async function createReminder(
 }
 
 /**
- * Holds the person's reminders still to come steady until this transaction ends: a transaction-scoped
- * advisory lock on the person (their users row is not the app's to lock: soma_app may not update it).
- * Whoever counts them against a cap takes it first (schedule_create before its insert, an import after
- * its rows went in: ./import-caps.ts), so two writers at once never both see room for the last one. No
- * cycle: a turn waits for nothing after taking it but its own new row, and an import's rows carry no
- * idempotency key a turn's insert could wait on.
+ * The person's reminders still to come (scheduled, due after `now`), counted under a transaction-scoped
+ * advisory lock on the person that holds them steady until the transaction ends (their users row is not
+ * the app's to lock: soma_app may not update it). Whoever counts them against a cap counts them here
+ * (schedule_create before its insert, an import after its rows went in: ./import-caps.ts), so two
+ * writers at once never both see room for the last one. No cycle: a turn waits for nothing after taking
+ * it but its own new row, and an import's rows carry no idempotency key a turn's insert could wait on.
  */
-export async function lockFutureReminders(tx: Tx, userId: string): Promise<void> {
+export async function lockedFutureReminderCount(tx: Tx, userId: string, now: Date): Promise<number> {
   await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`soma:future-reminders:${userId}`}, 0))`);
-}
-
-/** Reminders still to come: scheduled, and due after `now`. */
-async function futureReminderCount(tx: Tx, userId: string, now: Date): Promise<number> {
   const [row] = await tx
     .select({ n: sql<number>`count(*)::int` })
     .from(events)
@@ -88,7 +84,7 @@ async function futureReminderCount(tx: Tx, userId: string, now: Date): Promise<n
 /**
  * createReminder for the model's schedule_create, unless the person already has `cap` reminders still to
  * come: then nothing is written and the answer is how many are waiting. Counted under
- * lockFutureReminders in the insert's own transaction, so two turns at once never both take the last
+ * lockedFutureReminderCount in the insert's own transaction, so two turns at once never both take the last
  * place. A re-run (the same idempotency key) gets its reminder back, whatever the count is now.
  */
 export async function createReminderWithinCap(
@@ -102,8 +98,7 @@ export async function createReminderWithinCap(
     .from(events)
     .where(and(eq(events.userId, userId), eq(events.idempotencyKey, reminder.idempotencyKey)));
   if (existing) return { eventId: existing.id };
-  await lockFutureReminders(tx, userId);
-  const waiting = await futureReminderCount(tx, userId, new Date());
+  const waiting = await lockedFutureReminderCount(tx, userId, new Date());
   if (waiting >= cap) return { waiting };
   return { eventId: await createReminder(tx, userId, reminder) };
 }

@@ -7,9 +7,11 @@
 //   add_memory     memory_capture's write, or the person's own words through fact extraction (needs
 //                  memory:write); its source says MCP and the app's name
 //   forget_memory  archive a memory (needs memory:write), undone from the web app
-// Memory that came from email is fenced exactly as memory_recall fences it (untrusted-memory.ts), so a
-// sender's words reach the app's model as data. Searches and writes spend the person's shared
-// per-minute budgets (agents/rate-limit.ts), as the web API's do. Every answer is capped in size.
+// Memory that came from email or from another app is fenced exactly as memory_recall fences it
+// (untrusted-memory.ts), so a sender's or an app's words reach this app's model as data. Every read
+// spends the person's search budget and every write the edit budget (agents/rate-limit.ts), as the web
+// API's do; add_memory with the person's words asks the model and spends chat's too. Every answer stays
+// within MAX_ANSWER_CHARS (./bounded-json.ts).
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { EntityType, MemoryName } from "../../agents/entity-type";
@@ -19,7 +21,7 @@ import { createChatModel } from "../../agents/integrations/model/chat-model";
 import { createEmbedder, embedOne, type Embedder } from "../../agents/integrations/model/embeddings";
 import { loadProfile } from "../../agents/turn/profile";
 import { dateOrTime, recallWindow, startOf } from "../../agents/turn/tools/memory-time";
-import { fenceDeep, fenceEmailDerived, fenceText, MCP_SOURCE_KIND, untrustedNote } from "../../agents/turn/tools/untrusted-memory";
+import { fenceDeep, fenceThirdParty, fenceText, MCP_SOURCE_KIND, untrustedNote } from "../../agents/turn/tools/untrusted-memory";
 import { boundedJson } from "./bounded-json";
 import type { Database } from "../../db/database";
 import { InvalidCursorError, listMemoryPage, memoryDetail, type MemoryItem } from "../../db/repositories/memory-center";
@@ -59,7 +61,7 @@ function refuse(message: string): ToolResult {
 
 /** A memory as the app sees it: its dates, and its text fenced when it came from an email. */
 function shownMemory(item: MemoryItem) {
-  const [fenced] = fenceEmailDerived([
+  const [fenced] = fenceThirdParty([
     {
       kind: "entity",
       entity: { ...item },
@@ -75,7 +77,7 @@ function shownMemory(item: MemoryItem) {
       happenedAt: item.happenedAt,
     },
   ]);
-  if (fenced?.kind !== "entity") throw new Error("fenceEmailDerived changed a memory's kind");
+  if (fenced?.kind !== "entity") throw new Error("fenceThirdParty changed a memory's kind");
   const { id, type, name, properties: details, createdAt, updatedAt } = fenced.entity;
   return {
     id,
@@ -135,7 +137,7 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       const recalled = await db.withUser(userId, (tx) =>
         recallMemory(tx, userId, { query, limit, embedding, ...window, ...(type ? { type } : {}) }),
       );
-      return answer({ results: fenceEmailDerived(recalled).map(({ score: _score, matchedBy: _matched, ...result }) => result) });
+      return answer({ results: fenceThirdParty(recalled).map(({ score: _score, matchedBy: _matched, ...result }) => result) });
     },
   );
 

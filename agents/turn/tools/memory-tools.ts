@@ -22,7 +22,7 @@ import { thirdPartyRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
 import { dateOrTime, recallWindow, startOf } from "./memory-time";
 import { embedOne } from "../../integrations/model/embeddings";
-import { fenceEmailDerived, type GuardedTool } from "./untrusted-memory";
+import { fenceThirdParty, type GuardedTool } from "./untrusted-memory";
 
 const entityType = EntityType.describe(
   "Kind of thing, lowercase singular: book, movie, place, person, project, habit, event, organization, note, …",
@@ -85,7 +85,7 @@ export function memoryTools(context: ToolContext): ToolSet {
         const embedding = await embedOne(embedder, input.query);
         const recalled = await db.withUser(userId, (tx) => recallMemory(tx, userId, { ...input, ...window, embedding }));
         context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
-        return fenceEmailDerived(recalled);
+        return fenceThirdParty(recalled);
       },
     }),
 

@@ -66,12 +66,13 @@ export function fenceText(text: string, kind: ThirdParty, max: number = MAX_MAIL
   return `<${tag}>${inner}</${tag}>`;
 }
 
-/** Every string inside `value` (nested objects and arrays too) fenced; keys are the app's own, kept. */
+/** Every string inside `value` (nested objects and arrays too) fenced; keys (an app may have chosen them)
+ * neutralised, so none can open or close a tag either. */
 export function fenceDeep(value: unknown, kind: ThirdParty, max: number = MAX_MAIL_TEXT): unknown {
   if (typeof value === "string") return fenceText(value, kind, max);
   if (Array.isArray(value)) return value.map((item) => fenceDeep(item, kind, max));
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, fenceDeep(item, kind, max)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [neutralise(key), fenceDeep(item, kind, max)]));
   }
   return value;
 }
@@ -87,7 +88,7 @@ function thirdPartyOf(sourceKind: string | null | undefined): ThirdParty | null 
  * Recall results as the model gets them: memories and facts that came from an email or from another
  * app are fenced and flagged (every string of their details too). What the person said passes as it is.
  */
-export function fenceEmailDerived(results: RecallResult[]): RecalledMemory[] {
+export function fenceThirdParty(results: RecallResult[]): RecalledMemory[] {
   return results.map((result) => {
     const kind = thirdPartyOf(result.source?.kind);
     if (!kind) return result;

@@ -27,7 +27,9 @@ export class MemoryOAuthApp implements OAuthClientProvider {
     readonly name: string,
     /** Plays the person: opens the authorization URL in a browser and answers the consent page. */
     public onAuthorize: (url: URL) => Promise<void>,
-    readonly scope = "memory:read memory:write",
+    /** Scopes of its own, if it names any; by default none, as Claude and most apps: the client then
+     * asks for what the server's 401 challenge names (the official SDK's scope selection). */
+    readonly scope?: string,
   ) {}
 
   /** Starts the loopback callback server (call before connecting). */
@@ -57,7 +59,7 @@ export class MemoryOAuthApp implements OAuthClientProvider {
       grant_types: ["authorization_code", "refresh_token"],
       response_types: ["code"],
       token_endpoint_auth_method: "none",
-      scope: this.scope,
+      ...(this.scope ? { scope: this.scope } : {}),
     };
   }
 

@@ -50,11 +50,14 @@ describe("scopes as standard clients expect them", () => {
     expect(listed.json).toMatchObject({ memories: [] });
   });
 
-  it("opens the consent page with write ticked when the client asks for the advertised scopes", async () => {
+  it("opens the consent page with write ticked for the scope a standard client takes from the 401 challenge", async () => {
     const person = await newPerson("mcp-both");
+    const unauthenticated = await call("/mcp", { method: "POST", headers: RPC_HEADERS, body: "{}" });
+    const asked = /scope="([^"]+)"/.exec(unauthenticated.headers.get("www-authenticate") ?? "")?.[1] ?? "";
+    expect(asked).toBe("memory:read memory:write");
     const client = await registerClient("Claude");
     const { challenge } = await pkcePair();
-    const consent = await openConsent(authorizeUrl(client, challenge, "memory:read memory:write"), await sessionCookie(person));
+    const consent = await openConsent(authorizeUrl(client, challenge, asked), await sessionCookie(person));
     expect(consent.html).toMatch(/value="memory:write"\s+checked/);
   });
 });

@@ -24,8 +24,10 @@ async function allow(page: Page, url: URL, options: { write: boolean; shot?: str
   await page.goto(url.toString());
   await page.getByRole("heading", { name: /to your memory\?/ }).waitFor();
   const write = page.getByRole("checkbox", { name: /Add and correct memories/ });
-  if (options.write) await write.check();
-  else await write.uncheck();
+  // What a standard client asks for by itself (the 401's scope: read and write) opens with write ticked:
+  // a person who wants it only presses Allow; one who does not unticks it.
+  expect(await write.isChecked()).toBe(true);
+  if (!options.write) await write.uncheck();
   if (options.shot) await screenshots(page, options.shot);
   await page.getByRole("button", { name: "Allow" }).click();
   await page.waitForURL(/127\.0\.0\.1:\d+\/callback\?/);

@@ -161,18 +161,20 @@ export class UserAgent extends AIChatAgent<Env> {
     return { status: "ok", messageId, stream: readable };
   }
 
-  /** Counts one request against each of the person's `budgets` (agents/rate-limit.ts), unless over one. An
+  /** Counts one web API request against the person's `budget` (agents/rate-limit.ts), unless over it. An
    * erased agent counts nothing (no channel writes to it again); the route then finds the account gone. */
-  async spend(...budgets: ApiBudget[]): Promise<RateVerdict> {
-    return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(...budgets.map((b) => ApiBudget.parse(b)));
+  async spend(budget: ApiBudget): Promise<RateVerdict> {
+    return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(ApiBudget.parse(budget));
   }
 
-  /** Disconnected MCP apps (agents/app-disconnects.ts): refused at once, wherever a call lands. */
+  /** Disconnects the MCP grant `grantId`: refused from now on, wherever its calls land (admitApp). */
   async disconnectApp(grantId: string): Promise<void> {
     await noteDisconnected(this.ctx.storage, grantId);
   }
-  async appDisconnected(grantId: string): Promise<boolean> {
-    return (await this.#erased()) || (await isDisconnected(this.ctx.storage, grantId));
+  /** One MCP request of `grantId`: "disconnected" (agents/app-disconnects.ts, or the account deleted), else spent as spend does. */
+  async admitApp(grantId: string, ...budgets: ApiBudget[]): Promise<RateVerdict | "disconnected"> {
+    if ((await this.#erased()) || (await isDisconnected(this.ctx.storage, grantId))) return "disconnected";
+    return this.#rateLimiter().take(...budgets.map((b) => ApiBudget.parse(b)));
   }
 
   /** Watchdog alarm: resumes (or replaces a stuck) inbox drain, and stays armed while work is pending. */

@@ -5,16 +5,17 @@
 // the execution context; without them this route refuses, so no other path can call the tools.
 //
 // Before the MCP library sees a request (issue 25):
-//   - the grant must not be disconnected: "Disconnect" writes the grant to the person's agent, which
-//     answers here at once, while KV (where the provider keeps tokens) may serve a cached token for
-//     about a minute wherever the call lands → 401 invalid_token;
 //   - the token must carry memory:read (scopes are advertised by the provider, enforced here) → 403;
 //   - the body is read under a cap and a shape scan like every other door (the largest legitimate
 //     call, add_memory with 50 details and 2,000 characters of text, is under 30 kB) → 413 / 400, and
 //     a JSON-RPC batch is refused where the protocol version no longer has batches → 400;
 //   - a call of a tool that writes under a read-only grant is answered as the MCP authorization spec
 //     says: 403 with `WWW-Authenticate: Bearer error="insufficient_scope", scope="memory:read
-//     memory:write"`, so the client can ask the person again (step-up).
+//     memory:write"`, so the client can ask the person again (step-up);
+//   - one call to the person's agent: the grant must not be disconnected ("Disconnect" writes it there,
+//     answered at once wherever the call lands, while KV, where the provider keeps tokens, may serve a
+//     cached token for about a minute) → 401 invalid_token; and the budgets the called tools cost are
+//     spent (budgetsFor in ./tools.ts) → over them, the tool's own error "Rate limited…".
 import { insufficientScope, type OAuthResourceAuth } from "@cloudflare/workers-oauth-provider";
 import { McpServer } from "@modelcontextprotocol/server";
 import { createMcpHandler } from "agents/mcp/server";
@@ -27,7 +28,7 @@ import type { AppEnv } from "../types";
 import { readShapedText } from "../validation";
 import { grantOf, recordAppUse } from "./apps";
 import { MCP_PATH, READ_SCOPE, WRITE_SCOPE } from "./oauth";
-import { registerMemoryTools, WRITE_TOOLS } from "./tools";
+import { budgetsFor, registerMemoryTools, WRITE_TOOLS } from "./tools";
 
 const GrantProps = z.object({ userId: z.uuid(), appName: z.string().min(1) });
 
@@ -62,10 +63,32 @@ function disconnected(auth: OAuthResourceAuth): Response {
   );
 }
 
+const ToolCallMessage = z.object({
+  id: z.union([z.string(), z.number()]),
+  method: z.literal("tools/call"),
+  params: z.object({ name: z.string(), arguments: z.unknown().optional() }),
+});
+type ToolCall = { id: string | number; name: string; arguments: unknown };
+
 /** The tool a JSON-RPC message calls, when it is a tools/call. */
-function calledTool(message: unknown): string | null {
-  const call = z.object({ method: z.literal("tools/call"), params: z.object({ name: z.string() }) }).safeParse(message);
-  return call.success ? call.data.params.name : null;
+function toolCallOf(message: unknown): ToolCall | null {
+  const call = ToolCallMessage.safeParse(message);
+  return call.success ? { id: call.data.id, name: call.data.params.name, arguments: call.data.params.arguments } : null;
+}
+
+/**
+ * Over the person's budget: a tool call is answered as the tool's error, which the app's model reads and
+ * can relay ("try again in N s"); a batch of the older protocol gets a 429.
+ */
+function rateLimited(calls: ToolCall[], retryAfterSeconds: number): Response {
+  const what = calls.some((call) => WRITE_TOOLS.has(call.name)) ? "changes" : "searches";
+  const message = `Rate limited: too many ${what} this minute. Try again in ${retryAfterSeconds} s.`;
+  const [call] = calls;
+  if (calls.length !== 1 || !call) {
+    const headers = { "Retry-After": String(retryAfterSeconds) };
+    return Response.json({ error: "rate_limited", error_description: message }, { status: 429, headers });
+  }
+  return Response.json({ jsonrpc: "2.0", id: call.id, result: { content: [{ type: "text", text: message }], isError: true } });
 }
 
 export const mcp = new Hono<AppEnv>().all("/", limitBody(MCP_MAX_BYTES), async (c) => {
@@ -77,11 +100,12 @@ export const mcp = new Hono<AppEnv>().all("/", limitBody(MCP_MAX_BYTES), async (
   // The request's log line names the person (worker/app.ts); their display name is not needed here.
   c.set("person", { id: userId, displayName: "" });
   const grantId = grantOf(auth.token);
-  if (!grantId || (await (await agentFor(c.env, userId)).appDisconnected(grantId))) return disconnected(auth);
+  if (!grantId) return disconnected(auth);
   if (!auth.scope.includes(READ_SCOPE)) return insufficientScope(auth, [READ_SCOPE], "Reading memories needs memory:read.");
   const canWrite = auth.scope.includes(WRITE_SCOPE);
 
   let request = c.req.raw;
+  let calls: ToolCall[] = [];
   if (c.req.method === "POST") {
     const text = await readShapedText(c, MCP_SHAPE);
     let body: unknown;
@@ -94,8 +118,8 @@ export const mcp = new Hono<AppEnv>().all("/", limitBody(MCP_MAX_BYTES), async (
     if (Array.isArray(body) && version >= NO_BATCHES_SINCE) {
       return rpcError(400, -32600, `JSON-RPC batches are not part of MCP ${version}: send one message per request.`);
     }
-    const tools = (Array.isArray(body) ? body : [body]).map(calledTool);
-    if (!canWrite && tools.some((tool) => tool !== null && WRITE_TOOLS.has(tool))) {
+    calls = (Array.isArray(body) ? body : [body]).flatMap((message) => toolCallOf(message) ?? []);
+    if (!canWrite && calls.some((call) => WRITE_TOOLS.has(call.name))) {
       return insufficientScope(
         auth,
         [READ_SCOPE, WRITE_SCOPE],
@@ -104,6 +128,11 @@ export const mcp = new Hono<AppEnv>().all("/", limitBody(MCP_MAX_BYTES), async (
     }
     request = new Request(c.req.url, { method: "POST", headers: c.req.raw.headers, body: text });
   }
+  // One call to the person's agent: the grant still connected, and the budgets of the tools called spent.
+  const budgets = calls.flatMap((call) => budgetsFor(call.name, call.arguments));
+  const verdict = await (await agentFor(c.env, userId)).admitApp(grantId, ...budgets);
+  if (verdict === "disconnected") return disconnected(auth);
+  if (!verdict.ok) return rateLimited(calls, verdict.retryAfterSeconds);
 
   recordAppUse(c.env, ctx, auth.token);
   const context = { db: c.var.db, env: c.env, config: c.var.config, userId, clientId: auth.clientId, appName, canWrite };

@@ -8,10 +8,9 @@
 //                  memory:write); its source says MCP and the app's name
 //   forget_memory  archive a memory (needs memory:write), undone from the web app
 // Memory that came from email or from another app is fenced exactly as memory_recall fences it
-// (untrusted-memory.ts), so a sender's or an app's words reach this app's model as data. Every read
-// spends the person's search budget and every write the edit budget (agents/rate-limit.ts), as the web
-// API's do; add_memory with the person's words asks the model and spends chat's too. Every answer stays
-// within MAX_ANSWER_CHARS (./bounded-json.ts).
+// (untrusted-memory.ts), so a sender's or an app's words reach this app's model as data. What each call
+// costs the person's per-minute budgets is budgetsFor's, spent by the /mcp route before the tool runs.
+// Every answer stays within MAX_ANSWER_CHARS (./bounded-json.ts).
 import type { McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import { EntityType, MemoryName } from "../../agents/entity-type";
@@ -29,12 +28,23 @@ import { recordFact } from "../../db/repositories/facts";
 import { archiveEntity, captureEntity, recallMemory, recordSource, type SourceRef } from "../../db/repositories/memory";
 import { accountLinks } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
-import { agentFor } from "../agent-routing";
 
 /** An answer's size at most, in characters of JSON: values are shortened, then lists cut, saying so. */
 export const MAX_ANSWER_CHARS = 24_000;
 /** The tools that change memory: they need memory:write (worker/mcp/server.ts answers 403 without it). */
 export const WRITE_TOOLS = new Set(["add_memory", "forget_memory"]);
+
+/**
+ * The person's per-minute budgets a call of `tool` spends (agents/rate-limit.ts), as the web API's
+ * requests do: every read a search, every write an edit, and add_memory with the person's words chat's
+ * too (the model reads them, as it reads a message). The /mcp route spends them with the same call to
+ * the person's agent that checks the grant (worker/mcp/server.ts), before the tool runs.
+ */
+export function budgetsFor(tool: string, args: unknown): ApiBudget[] {
+  if (!WRITE_TOOLS.has(tool)) return ["search"];
+  const withWords = tool === "add_memory" && typeof (args as { text?: unknown } | null)?.text === "string";
+  return withWords ? ["edit", "chat"] : ["edit"];
+}
 
 export interface McpToolContext {
   db: Database;
@@ -100,13 +110,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
   const embedder = createEmbedder(context.config, context.env);
   const timezone = async () => (await accountLinks(db, userId))?.timezone ?? "UTC";
 
-  /** Null when the person's budget allows this call, else the refusal. */
-  const overBudget = async (...budgets: ApiBudget[]): Promise<ToolResult | null> => {
-    const verdict = await (await agentFor(context.env, userId)).spend(...budgets);
-    if (verdict.ok) return null;
-    const what = budgets[0] === "search" ? "searches" : "changes";
-    return refuse(`Rate limited: too many ${what} this minute. Try again in ${verdict.retryAfterSeconds} s.`);
-  };
   const readOnly = () =>
     refuse(
       `${context.appName} may only read this person's memories: they did not allow it to add or change them. ` +
@@ -131,8 +134,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
     async ({ query, type, since, until, limit }) => {
       const window = recallWindow({ since, until }, await timezone());
       if ("error" in window) return refuse(window.error);
-      const refused = await overBudget("search");
-      if (refused) return refused;
       const embedding = await embedOne(embedder, query);
       const recalled = await db.withUser(userId, (tx) =>
         recallMemory(tx, userId, { query, limit, embedding, ...window, ...(type ? { type } : {}) }),
@@ -155,8 +156,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ type, limit, cursor }) => {
-      const refused = await overBudget("search");
-      if (refused) return refused;
       try {
         const page = await db.withUser(userId, (tx) =>
           listMemoryPage(tx, userId, { limit, ...(type ? { type } : {}), ...(cursor ? { cursor } : {}) }),
@@ -178,8 +177,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ id }) => {
-      const refused = await overBudget("search");
-      if (refused) return refused;
       const detail = await db.withUser(userId, (tx) => memoryDetail(tx, userId, id));
       if (!detail) return refuse("No memory with this id.");
       const relations = detail.relations.map(({ other: { fromEmail, fromApp, ...other }, ...relation }) => {
@@ -209,8 +206,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async () => {
-      const refused = await overBudget("search");
-      if (refused) return refused;
       const profile = await loadProfile(db, userId, await timezone());
       return answer({ profile: profile ?? "Nothing is known about this person yet." });
     },
@@ -248,9 +243,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
     },
     async ({ type, name, properties: details, happenedAt, text }) => {
       if (!context.canWrite) return readOnly();
-      // The person's own words are read by the model, as a chat message is: that spends chat's budget too.
-      const refused = await overBudget("edit", ...(text !== undefined ? (["chat"] as const) : []));
-      if (refused) return refused;
       const source = (said: string) => ({
         kind: MCP_SOURCE_KIND,
         externalId: `${context.clientId}:${crypto.randomUUID()}`,
@@ -280,8 +272,6 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
     },
     async ({ id }) => {
       if (!context.canWrite) return readOnly();
-      const refused = await overBudget("edit");
-      if (refused) return refused;
       const archived = await db.withUser(userId, (tx) => archiveEntity(tx, id));
       return archived ? answer({ forgotten: true }) : refuse("No memory with this id (or it was already forgotten).");
     },

@@ -166,7 +166,6 @@ export class UserAgent extends AIChatAgent<Env> {
   async spend(budget: ApiBudget): Promise<RateVerdict> {
     return (await this.#erased()) ? { ok: true } : this.#rateLimiter().take(ApiBudget.parse(budget));
   }
-
   /** Disconnects the MCP grant `grantId`: refused from now on, wherever its calls land (admitApp). */
   async disconnectApp(grantId: string): Promise<void> {
     await noteDisconnected(this.ctx.storage, grantId);

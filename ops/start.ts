@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { isAbsolute, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
@@ -42,16 +43,21 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   if (!databaseUrl) {
     embedded = await startEmbeddedPostgres({ dataDir: `${stateDir}/pgdata`, port: Number(settings.SOMA_DB_PORT ?? 0) });
     databaseUrl = embedded.url;
-    log(`postgres  embedded (PGlite + vector, pg_trgm, uuid-ossp) at ${databaseUrl}`);
-  } else {
-    log(`postgres  ${redact(databaseUrl)}`);
   }
   // The Worker connects as its login role, as it does through Hyperdrive in production.
   const worker = {
     role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE,
     password: settings.DATABASE_WORKER_PASSWORD || localWorkerPassword(stateDir),
   };
-  await setupDatabase(databaseUrl, (line) => log(`db:setup  ${line}`), { worker });
+  // What the setup did is told only when it fails: a healthy start prints one banner (issue 26).
+  const setupLines: string[] = [];
+  try {
+    await setupDatabase(databaseUrl, (line) => setupLines.push(line), { worker });
+  } catch (error) {
+    for (const line of setupLines) log(`db:setup  ${line}`);
+    await embedded?.stop();
+    throw error;
+  }
   const hyperdriveUrl = workerDatabaseUrl(databaseUrl, worker);
 
   const url = `http://127.0.0.1:${port}`;
@@ -82,6 +88,9 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
       "--persist-to",
       `${stateDir}/wrangler`,
       "--show-interactive-dev-session=false",
+      // The hourly Cron Trigger (the OAuth upkeep) does not fire locally; this lets one run it by hand
+      // (GET /__scheduled, wrangler's local route) instead of a warning on every start.
+      "--test-scheduled",
       "--log-level",
       settings.WRANGLER_LOG ?? "warn",
     ],
@@ -93,6 +102,9 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
         ...process.env,
         CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: hyperdriveUrl,
         WRANGLER_SEND_METRICS: "false",
+        // Local runs use wrangler's placeholder Request.cf instead of fetching Cloudflare's (offline, that
+        // fetch fails with a stack trace on every start; nothing here reads request.cf).
+        CLOUDFLARE_CF_FETCH_ENABLED: "false",
         SOMA_DATABASE_ADDRESS: databaseAddress(databaseUrl),
         NODE_OPTIONS: [process.env.NODE_OPTIONS, `--require ${root}ops/wrangler-guard.cjs`].filter(Boolean).join(" "),
       },
@@ -114,8 +126,18 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
     await stop();
     throw error;
   }
-  log(`soma      ${url}  (sign in: ${url}/login · health: ${url}/api/health)`);
-  log(`model     ${workerValues.AI_PROVIDER}${workerValues.AI_PROVIDER === "offline" ? " (built in, deterministic, no network)" : ""}`);
+  const database = embedded
+    ? `embedded Postgres (PGlite with pgvector and pg_trgm), its files in ${shortPath(`${stateDir}/pgdata`)}`
+    : redact(databaseUrl);
+  const model =
+    workerValues.AI_PROVIDER === "offline"
+      ? "offline: built in, deterministic, no network. For a real model: AI_PROVIDER=openai-compatible AI_BASE_URL=… AI_MODEL=… (README, Try it)"
+      : `${workerValues.AI_PROVIDER}${workerValues.AI_MODEL ? ` · ${workerValues.AI_MODEL}` : ""}${workerValues.AI_BASE_URL ? ` at ${workerValues.AI_BASE_URL}` : ""}`;
+  log(`Soma is running at ${url}`);
+  log(`  sign in   ${url}/login ("Sign in as the developer")`);
+  log(`  database  ${database}`);
+  log(`  model     ${model}`);
+  log("  stop      Ctrl-C");
   return { url, databaseUrl, stop, exited };
 }
 
@@ -159,6 +181,12 @@ function localWorkerPassword(stateDir: string): string {
   const file = `${stateDir}/database-worker-password`;
   if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
+}
+
+/** `path` relative to the project when it lies inside it (.soma/pgdata), else as it is. */
+function shortPath(path: string): string {
+  const inside = relative(root, path);
+  return inside && !inside.startsWith("..") && !isAbsolute(inside) ? inside : path;
 }
 
 function definedValues(environment: NodeJS.ProcessEnv): Record<string, string> {

@@ -5,6 +5,18 @@ import { defineConfig } from "vite";
 export default defineConfig({
   root: "web",
   publicDir: "public",
-  build: { outDir: "dist", emptyOutDir: true, sourcemap: false },
+  build: {
+    outDir: "dist",
+    emptyOutDir: true,
+    sourcemap: false,
+    rolldownOptions: {
+      // A dependency's "use client" (swr's) marks a React Server Components boundary; this app has no
+      // server components, so the bundler dropping it changes nothing. Every other warning still shows.
+      onwarn(warning, warn) {
+        if (warning.code === "MODULE_LEVEL_DIRECTIVE" && warning.message.includes('"use client"')) return;
+        warn(warning);
+      },
+    },
+  },
   oxc: { jsx: { runtime: "automatic" } },
 });

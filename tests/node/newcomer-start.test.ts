@@ -1,0 +1,111 @@
+// Guards issue 26's quiet start: `npm start` with nothing set — no .env, no AI settings, no network —
+// prints one clear banner (the address, how to sign in, where the database's files are with no password,
+// which model and how to change it) and no stack trace or warning a newcomer cannot act on; the web
+// build prints nothing either; and the README's "Try it" curl lines work against it as written.
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { stripVTControlCharacters } from "node:util";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort } from "./helpers";
+import { ROOT } from "./service-process";
+import { waitFor } from "./wait";
+
+const plain = (text: string) => stripVTControlCharacters(text);
+const stops: Array<() => Promise<void>> = [];
+afterAll(async () => {
+  for (const stop of stops) await stop();
+});
+
+/** `tsx ops/start.ts` (what `npm start` runs after the web build) with only what any shell has set. */
+async function startAsNewcomer() {
+  const port = await freePort();
+  const stateDir = mkdtempSync(`${tmpdir()}/soma-newcomer-`);
+  let output = "";
+  const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts"], {
+    cwd: ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    // Nothing of the test run's own environment: a fresh shell's PATH and HOME, the port and a fresh state.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: String(port), SOMA_STATE_DIR: stateDir },
+  });
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const stop = async () => {
+    try {
+      process.kill(-child.pid!, "SIGINT");
+    } catch {
+      return;
+    }
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 15_000))]);
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // all gone
+    }
+  };
+  stops.push(stop);
+  await waitFor(() => plain(output).includes("Ctrl-C"), 90_000, "the banner");
+  return { url: `http://127.0.0.1:${port}`, output: () => plain(output), stateDir, stop };
+}
+
+describe("a newcomer's npm start", () => {
+  it("prints one banner, no stack trace, no warning, no password; and the README's curl lines work", async () => {
+    const soma = await startAsNewcomer();
+    const printed = soma.output();
+    const url = soma.url;
+    expect(printed.trim().split("\n")).toEqual([
+      `Soma is running at ${url}`,
+      `  sign in   ${url}/login ("Sign in as the developer")`,
+      `  database  embedded Postgres (PGlite with pgvector and pg_trgm), its files in ${soma.stateDir}/pgdata`,
+      "  model     offline: built in, deterministic, no network. For a real model: AI_PROVIDER=openai-compatible AI_BASE_URL=… AI_MODEL=… (README, Try it)",
+      "  stop      Ctrl-C",
+    ]);
+    for (const file of ["pgdata.password", "database-worker-password"]) {
+      expect(printed).not.toContain(readFileSync(`${soma.stateDir}/${file}`, "utf8").trim());
+    }
+    expect(printed).not.toMatch(/postgres:\/\/|Error|WARNING|\n\s+at /);
+
+    // README, "Try it": sign in as the developer, then one message over HTTP.
+    const signIn = await fetch(`${url}/auth/dev`, { method: "POST", headers: { origin: url } });
+    expect(signIn.status).toBe(200);
+    const cookie = signIn.headers
+      .getSetCookie()
+      .map((c) => c.split(";")[0])
+      .join("; ");
+    const chat = await fetch(`${url}/api/chat`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/json" },
+      body: JSON.stringify({ message: "I just finished reading Dune by Frank Herbert" }),
+    });
+    expect(chat.status).toBe(200);
+    const stream = await chat.text();
+    expect(stream).toContain('"toolName":"memory_capture"');
+    expect(stream).toMatch(/"input":\{"type":"book","name":"Dune"/);
+    const reply = [...stream.matchAll(/"type":"text-delta"[^\n]*?"delta":("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!)).join("");
+    expect(reply).toContain("Dune (book)");
+
+    // While it ran, nothing else was printed either (a turn, a sign-in).
+    expect(soma.output()).toBe(printed);
+    await soma.stop();
+  });
+
+  it("builds the web app without a warning", async () => {
+    const outDir = mkdtempSync(`${tmpdir()}/soma-web-build-`);
+    let output = "";
+    const build = spawn(
+      `${ROOT}node_modules/.bin/vite`,
+      ["build", "--config", "web/vite.config.ts", "--logLevel", "warn", "--outDir", outDir],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    build.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    build.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => build.once("exit", resolve));
+    expect(code).toBe(0);
+    expect(plain(output).trim()).toBe("");
+  });
+});

@@ -2,8 +2,9 @@
 //   1. Postgres: DATABASE_URL if set, else the embedded one (PGlite, data in .soma/pgdata)
 //   2. `npm run db:setup` against it (idempotent), which also sets up the Worker's login role; the
 //      Worker's local Hyperdrive connects as that role, never as the owner
-//   3. `wrangler dev --local` on PORT (default 8787) with the offline model and local embeddings, unless
-//      the environment says otherwise; values in the process environment override .env
+//   3. `wrangler dev --local` on PORT (default 8787) with local embeddings and, unless the environment says
+//      otherwise, a model already running on this machine (ops/local-model.ts) or else the offline one;
+//      values in the process environment override .env
 // Ctrl-C stops wrangler (its whole process group: workerd and esbuild too) and the embedded Postgres.
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -13,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
+import { findLocalModel, LOCAL_MODEL_SERVERS } from "./local-model";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -62,6 +64,9 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
 
   const url = `http://127.0.0.1:${port}`;
   const workerValues: Record<string, string> = { ...LOCAL_DEFAULTS, APP_BASE_URL: url };
+  // No model chosen: a real one already running on this machine is used, else the offline one.
+  const found = settings.AI_PROVIDER === undefined ? await findLocalModel(localModelServers(settings.SOMA_LOCAL_MODEL_PORTS)) : null;
+  if (found) Object.assign(workerValues, { AI_PROVIDER: "openai-compatible", AI_BASE_URL: found.baseUrl, AI_MODEL: found.model });
   for (const key of CONFIG_KEYS) if (settings[key] !== undefined) workerValues[key] = settings[key];
   // Without a signing key the workflows talk to a local Inngest dev server (npx inngest-cli dev).
   if (!workerValues.INNGEST_SIGNING_KEY) workerValues.INNGEST_DEV ??= "1";
@@ -129,10 +134,13 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   const database = embedded
     ? `embedded Postgres (PGlite with pgvector and pg_trgm), its files in ${shortPath(`${stateDir}/pgdata`)}`
     : redact(databaseUrl);
+  const chosen = `${workerValues.AI_PROVIDER}${workerValues.AI_MODEL ? ` · ${workerValues.AI_MODEL}` : ""}${workerValues.AI_BASE_URL ? ` at ${workerValues.AI_BASE_URL}` : ""}`;
   const model =
     workerValues.AI_PROVIDER === "offline"
       ? "offline: built in, deterministic, no network. For a real model: AI_PROVIDER=openai-compatible AI_BASE_URL=… AI_MODEL=… (README, Try it)"
-      : `${workerValues.AI_PROVIDER}${workerValues.AI_MODEL ? ` · ${workerValues.AI_MODEL}` : ""}${workerValues.AI_BASE_URL ? ` at ${workerValues.AI_BASE_URL}` : ""}`;
+      : found
+        ? `${chosen} (${found.server}, found on this machine; AI_PROVIDER=offline npm start for the built-in model)`
+        : chosen;
   log(`Soma is running at ${url}`);
   log(`  sign in   ${url}/login ("Sign in as the developer")`);
   log(`  database  ${database}`);
@@ -181,6 +189,16 @@ function localWorkerPassword(stateDir: string): string {
   const file = `${stateDir}/database-worker-password`;
   if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
+}
+
+/** The local model servers looked for: the usual ones, or the ports SOMA_LOCAL_MODEL_PORTS lists ("11434,1234"). */
+function localModelServers(ports: string | undefined): ReadonlyArray<{ server: string; port: number }> {
+  if (!ports) return LOCAL_MODEL_SERVERS;
+  return ports
+    .split(",")
+    .map(Number)
+    .filter((port) => Number.isInteger(port) && port > 0)
+    .map((port) => LOCAL_MODEL_SERVERS.find((s) => s.port === port) ?? { server: "an OpenAI-compatible server", port });
 }
 
 /** `path` relative to the project when it lies inside it (.soma/pgdata), else as it is. */

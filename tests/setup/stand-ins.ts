@@ -6,6 +6,7 @@
 //   chat completions  POST /v1/chat/completions   (an OpenAI-style server with a scripted model; a user
 //                                                  message with POISON in it is refused with 400; one that
 //                                                  starts "Reply with:" is answered with the rest of it)
+//   model list        GET /v1/models                (as Ollama and LM Studio list theirs)
 //   embeddings        POST /v1/embeddings
 //   speech to text    POST /v1/audio/transcriptions   (OpenAI's multipart shape; a scripted listener: a file whose
 //                                                      bytes read "SPEECH: <words>" says <words>, "OUTAGE" → 503)
@@ -47,6 +48,9 @@ interface InjectedFailure {
   /** The Bot API's description (default: Telegram's for the code). */
   description?: string;
 }
+
+/** The chat model the stand-in lists at GET /v1/models. */
+export const LOCAL_CHAT_MODEL = "stand-in-chat";
 
 /** How long a released request's client may take to be seen gone before it counts as still waiting. */
 const RELEASE_GRACE_MS = 500;
@@ -174,6 +178,10 @@ export async function startStandIns(): Promise<StandIns> {
         return json(res, 200, { ok: true });
       }
       if (url.pathname === "/__requests") return json(res, 200, completionRequests);
+      // What `npm start` asks a model server on this machine (ops/local-model.ts): an embedding model
+      // first, which is never the one chosen, then the chat model.
+      if (url.pathname === "/v1/models")
+        return json(res, 200, { object: "list", data: [{ id: "nomic-embed-text" }, { id: LOCAL_CHAT_MODEL }] });
       if (url.pathname === "/__webhooks") return json(res, 200, Object.fromEntries(webhooks));
       if (url.pathname === "/__telemetry")
         return json(

@@ -10,10 +10,23 @@ import { factsCommand } from "./standing-facts";
 import { forgetCommand } from "./forget";
 import type { Reply } from "../inbox";
 
+/**
+ * What a newcomer can say first: each works with every model Soma runs, the offline one included (its
+ * phrasings: agents/integrations/model/offline-model.ts), and in this order builds on the one before.
+ * The Telegram welcome lists them; the web chat's empty page offers them to tap (GET /api/me).
+ */
+export const FIRST_MESSAGES = [
+  "I just finished reading Dune by Frank Herbert",
+  "Which books did I read?",
+  "Remember that my sister's birthday is on 12 May",
+  "What do you remember about Dune?",
+];
+
 export const WELCOME = [
   "Hi, I'm Soma. I remember what matters to you and find it again when you ask.",
   "",
-  'Tell me things like "I just finished reading Dune" or "I visited Lisbon", then ask "which books did I read?".',
+  "Try:",
+  ...FIRST_MESSAGES.map((message) => `• ${message}`),
   "",
   "/memories — what I remember · /facts — what I know about you · /forget <words> — forget something · /reset — fresh conversation (memories stay) · /login — open the web app",
   "/timezone <city> — so reminders and briefs follow your clock, e.g. /timezone Berlin",

@@ -139,7 +139,7 @@ function Message({
   );
 }
 
-export function ChatPage({ timeZone }: { timeZone: string }) {
+export function ChatPage({ timeZone, examples }: { timeZone: string; examples: readonly string[] }) {
   const [connection, setConnection] = useState<Connection>("connecting");
   const agent = useAgent({
     agent: "UserAgent",
@@ -175,9 +175,22 @@ export function ChatPage({ timeZone }: { timeZone: string }) {
       )}
       <div className="messages" role="log" aria-label="Conversation" aria-live="polite">
         {messages.length === 0 && (
-          <p className="muted empty">
-            Tell me something you read, watched or visited — or ask what you told me. Messages you send me on Telegram show up here too.
-          </p>
+          <div className="empty">
+            <p className="muted">
+              Tell me something you read, watched or visited — or ask what you told me. Messages you send me on Telegram show up here too.
+            </p>
+            {examples.length > 0 && (
+              <ul className="examples" aria-label="Things to try">
+                {examples.map((example) => (
+                  <li key={example}>
+                    <button type="button" className="secondary example" disabled={busy} onClick={() => send(example, null)}>
+                      {example}
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            )}
+          </div>
         )}
         {messages.map((message, index) => (
           <Message

@@ -53,7 +53,7 @@ function Page({ me }: { me: Me }) {
   if (path === "/app/facts") return <FactsPage timeZone={me.timezone} />;
   if (path === "/app/reminders") return <RemindersPage timeZone={me.timezone} />;
   if (path === "/app/settings") return <SettingsPage me={me} />;
-  return <ChatPage timeZone={me.timezone} />;
+  return <ChatPage timeZone={me.timezone} examples={me.examples} />;
 }
 
 function App() {

@@ -1,5 +1,5 @@
 // The signed-in person's account (session required).
-//   GET    /api/me       who is signed in, their timezone, and which doors are linked
+//   GET    /api/me       who is signed in, their timezone, which doors are linked, and what to say first
 //   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city platform/local-time.ts knows) → 200
 //                        {timezone}; 400 for one it does not know
 //   DELETE /api/account  deletes everything, in this order: the grants of the apps connected through MCP
@@ -22,6 +22,7 @@ import { connectedAccount } from "../../db/repositories/connections";
 import { accountLinks, setTimezone, telegramUserIdOf } from "../../db/repositories/people";
 import { resolveTimeZone } from "../../platform/local-time";
 import { forgetSender } from "../telegram/updates";
+import { FIRST_MESSAGES } from "../../agents/commands/index";
 import { deadLetters } from "../../agents/dead-letters";
 import { describeError, logJson } from "../../platform/log";
 import { prepareOutsideErasure } from "../../agents/integrations/outside-erasure";
@@ -54,6 +55,8 @@ export const account = new Hono<AppEnv>()
       telegram: { linked: links?.telegram ?? false, bot: c.var.config.TELEGRAM_BOT_USERNAME ?? null },
       google: { connected: Boolean(gmail), email: gmail?.accountEmail ?? null, available: Boolean(c.var.config.GOOGLE_CLIENT_ID) },
       environment: c.var.config.ENVIRONMENT,
+      /** What the empty chat offers to tap: what works with the model in use. */
+      examples: FIRST_MESSAGES,
     });
   })
   .put("/me/timezone", requireSession("reject"), requireSameOrigin, limitBody(1024), async (c) => {

@@ -145,6 +145,7 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   log(`  sign in   ${url}/login ("Sign in as the developer")`);
   log(`  database  ${database}`);
   log(`  model     ${model}`);
+  if (workerValues.INNGEST_DEV) log(`  workflows ${await inngestDevServer(workerValues.INNGEST_DEV)}`);
   log("  stop      Ctrl-C");
   return { url, databaseUrl, stop, exited };
 }
@@ -189,6 +190,17 @@ function localWorkerPassword(stateDir: string): string {
   const file = `${stateDir}/database-worker-password`;
   if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString("base64url"), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
+}
+
+/** What the banner says of the Inngest dev server the workflows talk to in dev mode (INNGEST_DEV). */
+async function inngestDevServer(dev: string): Promise<string> {
+  const address = /^https?:/.test(dev) ? dev.replace(/\/$/, "") : "http://127.0.0.1:8288";
+  try {
+    await fetch(address, { signal: AbortSignal.timeout(700) });
+    return `the Inngest dev server at ${address}`;
+  } catch {
+    return "none running: reminders, briefs and facts from chat wait for the Inngest dev server (npx inngest-cli dev; README, Background workflows)";
+  }
 }
 
 /** The local model servers looked for: the usual ones, or the ports SOMA_LOCAL_MODEL_PORTS lists ("11434,1234"). */

@@ -120,11 +120,12 @@ export async function emitEvents(
     return true;
   } catch (error) {
     pausedUntil.set(address, Date.now() + PAUSE_AFTER_FAILURE_MS);
-    // In dev mode a missing dev server is normal (npm start without `npx inngest-cli dev`).
-    const dev = Boolean(config.INNGEST_DEV) && !config.INNGEST_EVENT_KEY;
+    // In dev mode a missing dev server is normal (npm start without `npx inngest-cli dev`), and npm
+    // start's banner already says so once (ops/start.ts): nothing to add after every turn.
+    if (config.INNGEST_DEV && !config.INNGEST_EVENT_KEY) return false;
     logJson("warn", {
       ...context,
-      workflows: `${dev ? "no Inngest dev server" : error instanceof DeadlineError ? "send timed out" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,
+      workflows: `${error instanceof DeadlineError ? "send timed out" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,
       error: describeError(error),
     });
     return false;

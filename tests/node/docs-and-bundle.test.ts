@@ -11,7 +11,14 @@ describe("npm run docs:build", () => {
   it("renders every document to HTML with working links between them and no external assets", () => {
     const out = mkdtempSync(`${tmpdir()}/soma-docs-`);
     const pages = buildDocs({ out });
-    expect(pages.map((p) => p.file)).toEqual(["index.html", "architecture.html", "export.html", "mcp.html", "runbook.html"]);
+    expect(pages.map((p) => p.file)).toEqual([
+      "index.html",
+      "architecture.html",
+      "export.html",
+      "mcp.html",
+      "offline-model.html",
+      "runbook.html",
+    ]);
     for (const page of pages) {
       const html = readFileSync(`${out}/${page.file}`, "utf8");
       expect(html).toContain(`<title>${page.title} · Soma docs</title>`);

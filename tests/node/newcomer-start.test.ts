@@ -1,7 +1,8 @@
 // Guards issue 26's quiet start: `npm start` with nothing set — no .env, no AI settings, no network —
 // prints one clear banner (the address, how to sign in, where the database's files are with no password,
 // which model and how to change it) and no stack trace or warning a newcomer cannot act on; the web
-// build prints nothing either; and the README's "Try it" curl lines work against it as written.
+// build prints nothing either; the README's "Try it" curl lines work against it as written; and every row
+// of the offline model's phrasings (docs/offline-model.md) is answered as the table says.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,17 @@ import { ROOT } from "./service-process";
 import { waitFor } from "./wait";
 
 const plain = (text: string) => stripVTControlCharacters(text);
+
+/** The words of a reply in an AI SDK UI message stream (server-sent events). */
+function replyOf(stream: string): string {
+  return stream
+    .split("\n")
+    .filter((line) => line.startsWith("data: {"))
+    .map((line) => JSON.parse(line.slice("data: ".length)) as { type: string; delta?: string })
+    .filter((chunk) => chunk.type === "text-delta")
+    .map((chunk) => chunk.delta)
+    .join("");
+}
 const stops: Array<() => Promise<void>> = [];
 afterAll(async () => {
   for (const stop of stops) await stop();
@@ -75,6 +87,19 @@ describe("a newcomer's npm start", () => {
       .getSetCookie()
       .map((c) => c.split(";")[0])
       .join("; ");
+    // docs/offline-model.md: every row, in order, in the same conversation.
+    const rows = [...readFileSync(`${ROOT}docs/offline-model.md`, "utf8").matchAll(/^\| `([^`]+)` \| [^|]+ \| `([^`]+)` \|$/gm)];
+    expect(rows.length).toBeGreaterThanOrEqual(13);
+    for (const [, said, answer] of rows) {
+      const turn = await fetch(`${url}/api/chat`, {
+        method: "POST",
+        headers: { cookie, "content-type": "application/json" },
+        body: JSON.stringify({ message: said }),
+      });
+      expect({ said, reply: replyOf(await turn.text()).slice(0, answer!.length) }).toEqual({ said, reply: answer });
+    }
+
+    // Then the README's own line, as written (Dune is known by now: the same capture, "I already had…").
     const chat = await fetch(`${url}/api/chat`, {
       method: "POST",
       headers: { cookie, "content-type": "application/json" },
@@ -84,8 +109,7 @@ describe("a newcomer's npm start", () => {
     const stream = await chat.text();
     expect(stream).toContain('"toolName":"memory_capture"');
     expect(stream).toMatch(/"input":\{"type":"book","name":"Dune"/);
-    const reply = [...stream.matchAll(/"type":"text-delta"[^\n]*?"delta":("(?:[^"\\]|\\.)*")/g)].map((m) => JSON.parse(m[1]!)).join("");
-    expect(reply).toContain("Dune (book)");
+    expect(replyOf(stream)).toContain("Dune (book)");
 
     // While it ran, nothing else was printed either (a sign-in, a turn, its events finding no Inngest dev
     // server, which the send gives up on within its deadline).

@@ -1,4 +1,4 @@
-// The offline model: a small, deterministic language model built into Soma, for running with no
+// The offline model (its phrasings, row by row: docs/offline-model.md): a small, deterministic model built into Soma, for running with no
 // account and no network (npm start) and for tests. It is not an LLM: it understands a handful of
 // sentence shapes — "I read / finished / watched / visited / met X", "remember that …", "which books
 // did I read?", "what do you remember about X", "forget X" — and answers through the same tool loop
@@ -21,6 +21,9 @@ type Intent =
   | { kind: "about"; query: string }
   | { kind: "forget"; name: string }
   | { kind: "forwarded"; from: string }
+  | { kind: "greeting" }
+  | { kind: "thanks" }
+  | { kind: "help" }
   | { kind: "chat" };
 
 interface ToolOutcome {
@@ -62,6 +65,12 @@ function parseIntent(text: string): Intent {
   const forwarded = /^Forwarded from ([^\n]+):\n/.exec(text.trim());
   if (forwarded?.[1]) return { kind: "forwarded", from: forwarded[1] };
   const clean = text.trim().replace(/\s+/g, " ");
+  if (/^(?:hi|hello|hey|hallo|good (?:morning|afternoon|evening)|hiya|yo)(?: there)?(?: soma)?[!.,]*$/i.test(clean))
+    return { kind: "greeting" };
+  if (/^(?:thanks|thank you|thx|cheers|great|perfect|ok(?:ay)?|nice)(?: (?:so much|a lot|soma))?[!.,]*$/i.test(clean))
+    return { kind: "thanks" };
+  if (/^(?:\/?help|what can you do|what do you do|how do(?:es)? (?:this|you|it) work|who are you)\??[!.]*$/i.test(clean))
+    return { kind: "help" };
   const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
   if (forget?.[1]) return { kind: "forget", name: stripQuotes(forget[1]) };
 
@@ -217,15 +226,29 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
     }
     case "forwarded":
       return [text(`That's from ${intent.from}, so I haven't saved it as yours. If it's true for you too, tell me in your own words.`)];
+    case "greeting":
+      return [text(`Hi! ${EXAMPLES}`)];
+    case "thanks":
+      return [text("You're welcome. Tell me whenever there's something worth remembering.")];
+    case "help":
+      return [
+        text(
+          `I remember what you tell me and find it again when you ask. ${EXAMPLES} ` +
+            'You can also say "remember that …" for anything else, "what do you remember about Dune?", or "forget Dune".',
+        ),
+      ];
     case "chat":
       return [
         text(
-          "I'm Soma, running on the built-in offline model. Tell me what you read, watched, visited or met " +
-            '("I just finished reading Dune"), ask "which books did I read?", or say "forget Dune".',
+          `I didn't understand that: I'm the small offline model built into Soma, not a full language model. ${EXAMPLES} ` +
+            "For a real model, whoever runs this Soma starts a local one (Ollama, LM Studio) or sets AI_PROVIDER.",
         ),
       ];
   }
 }
+
+/** Two things the offline model understands, said in every answer that explains it. */
+const EXAMPLES = 'Try "I just finished reading Dune", then ask "which books did I read?".';
 
 function text(value: string): LanguageModelV4Content {
   return { type: "text", text: value };

@@ -102,7 +102,9 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
     {
       cwd: root,
       detached: true, // its own process group, so stopping it also stops workerd and esbuild
-      stdio: ["ignore", "inherit", "inherit"],
+      // Passed through as it comes, and its last words kept: a wrangler that exits before the Worker
+      // answers is reported with them.
+      stdio: ["ignore", "pipe", "pipe"],
       env: {
         ...process.env,
         CLOUDFLARE_HYPERDRIVE_LOCAL_CONNECTION_STRING_HYPERDRIVE: hyperdriveUrl,
@@ -115,7 +117,20 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
       },
     },
   );
-  const exited = new Promise<number>((resolve) => wrangler.once("exit", (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+  let lastWords = "";
+  const passOn = (out: NodeJS.WriteStream) => (chunk: Buffer) => {
+    out.write(chunk);
+    lastWords = (lastWords + chunk.toString()).slice(-4000);
+  };
+  wrangler.stdout?.on("data", passOn(process.stdout));
+  wrangler.stderr?.on("data", passOn(process.stderr));
+  let exitedWith = "";
+  const exited = new Promise<number>((resolve) =>
+    wrangler.once("exit", (code, signal) => {
+      exitedWith = signal ? `signal ${signal}` : `code ${code}`;
+      resolve(code ?? (signal ? 1 : 0));
+    }),
+  );
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -129,7 +144,8 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
     await waitForHealth(url, exited);
   } catch (error) {
     await stop();
-    throw error;
+    if (!exitedWith || !(error instanceof Error)) throw error;
+    throw new Error(`${error.message} (${exitedWith}); its last output:\n${lastWords.trim() || "(none)"}`);
   }
   const database = embedded
     ? `embedded Postgres (PGlite with pgvector and pg_trgm), its files in ${shortPath(`${stateDir}/pgdata`)}`

@@ -215,7 +215,7 @@ async function inngestDevServer(dev: string): Promise<string> {
     await fetch(address, { signal: AbortSignal.timeout(700) });
     return `the Inngest dev server at ${address}`;
   } catch {
-    return "none running: reminders, briefs and facts from chat wait for the Inngest dev server (npx inngest-cli dev; README, Background workflows)";
+    return "none running: reminders and briefs wait for the Inngest dev server (npx inngest-cli dev; README, Background workflows)";
   }
 }
 

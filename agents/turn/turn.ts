@@ -13,7 +13,7 @@ import {
   type UIMessageChunk,
 } from "ai";
 import type { Database } from "../../db/database";
-import { forgetUnusedMessage, recordMessage, type SourceRef } from "../../db/repositories/memory";
+import type { SourceRef } from "../../db/repositories/memory";
 import { profileOf } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 import { classifyFailure } from "../../platform/faults";
@@ -31,8 +31,9 @@ import type { MemoryActivity } from "./tools/context";
 import { turnTools } from "./tools/index";
 import { fenceForwarded } from "./tools/untrusted-memory";
 import { textOf, type MessageSource } from "../transcript";
-import { canSendEvents, emitEvents } from "../workflows/client";
-import { reminderCreated, turnCompleted } from "../workflows/events";
+import { emitEvents } from "../workflows/client";
+import { reminderCreated } from "../workflows/events";
+import { afterTurn, readAfterTurn } from "./after-turn";
 
 /** Whole-turn budget: model steps and tools together. */
 export const TURN_BUDGET_MS = 20_000;
@@ -116,6 +117,8 @@ export function turnStream(turn: Turn) {
       try {
         // The person's name and clock, read once per turn. A failed read fails the turn like any
         // outage (retried by the inbox): guessing UTC could set a reminder at the wrong hour.
+        // What the previous turn told (its facts, extracted in this agent in dev mode) is read first.
+        await readAfterTurn(userId);
         const person = await turn.db.withUser(userId, profileOf);
         const timezone = zoneOrUtc(person?.timezone);
         // Their standing facts (agents/turn/profile.ts); a failed read fails the turn the same way.
@@ -183,31 +186,8 @@ export function turnStream(turn: Turn) {
       turn.waitUntil(telemetry.flush());
       // Background work on what the person said (fact-extract); never holds up or fails the turn.
       const input = last ? textOf(last) : "";
-      if (input && !(failed && inboxTurn)) turn.waitUntil(announceTurn(turn, channel, source, input));
+      if (input && !(failed && inboxTurn)) turn.waitUntil(afterTurn(turn, channel, source, input));
       turn.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
     },
   });
-}
-
-/**
- * Records the message where fact-extract reads it (its `sources` row, in Postgres) and then names it in
- * conversation/turn.completed: the event carries ids, never the words, so Inngest's run history keeps
- * none and deleting the account deletes them. Never throws; without a recorded message, no event.
- */
-async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, text: string): Promise<void> {
-  const { config, userId } = turn;
-  if (!canSendEvents(config)) return;
-  const message = { kind: source.kind, externalId: source.externalId };
-  try {
-    await turn.db.withUser(userId, (tx) => recordMessage(tx, userId, message, text));
-  } catch (error) {
-    // The database's own words only: the query error would repeat the message as a parameter.
-    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
-    logJson("warn", { agent: userId, workflows: "message not recorded: no fact extraction for it", error: describeError(cause) });
-    return;
-  }
-  const event = turnCompleted.create({ userId, channel, source: message }, { id: `turn-${userId}-${source.externalId}` });
-  if (await emitEvents(config, event, { agent: userId })) return;
-  // Nobody will read it: unless the turn's tools made something of it, the message's row goes again.
-  await turn.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, message)).catch(() => {});
 }

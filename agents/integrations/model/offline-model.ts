@@ -1,9 +1,11 @@
 // The offline model (its phrasings, row by row: docs/offline-model.md): a small, deterministic model built into Soma, for running with no
 // account and no network (npm start) and for tests. It is not an LLM: it understands a handful of
 // sentence shapes — "I read / finished / watched / visited / met X", "remember that …", "which books
-// did I read?", "what do you remember about X", "forget X" — and answers through the same tool loop
-// and tools as a real model (it emits tool calls, reads their results, then writes the reply). Asked
-// for fact extraction (structured output, agents/fact-extraction.ts) it answers with agents/integrations/model/offline-facts.ts.
+// did I read?", "what do you remember about X", "forget X", facts about the person ("I live in Lisbon"),
+// questions about them answered from the facts in its prompt, and reminders with the common time
+// expressions (offline-time.ts) — and answers through the same tool loop and tools as a real model (it
+// emits tool calls, reads their results, then writes the reply). Asked for fact extraction (structured
+// output, agents/fact-extraction.ts) it answers with agents/integrations/model/offline-facts.ts.
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -14,6 +16,8 @@ import type {
 } from "@ai-sdk/provider";
 import { FACT_EXTRACTION_MARKER } from "../../fact-extraction";
 import { offlineFacts } from "./offline-facts";
+import { answerAboutPerson, listed, personQuestion, profileStatements, toYou, type PersonQuestion } from "./offline-person";
+import { parseReminder, type ReminderRequest } from "./offline-time";
 
 type Intent =
   | { kind: "capture"; type: string; name: string; properties: Record<string, string> }
@@ -21,6 +25,10 @@ type Intent =
   | { kind: "about"; query: string }
   | { kind: "forget"; name: string }
   | { kind: "forwarded"; from: string }
+  | { kind: "fact"; statements: string[] }
+  | { kind: "remind"; request: ReminderRequest }
+  | { kind: "reminders" }
+  | { kind: "person"; question: PersonQuestion }
   | { kind: "greeting" }
   | { kind: "thanks" }
   | { kind: "help" }
@@ -59,8 +67,8 @@ const PLURALS: Record<string, string> = {
   project: "project",
 };
 
-/** What the last user message asks for. */
-function parseIntent(text: string): Intent {
+/** What the last user message asks for, said at `now` by a person whose clock is in `zone`. */
+function parseIntent(text: string, now = new Date(), zone = "UTC"): Intent {
   // Someone else's words (agents/telegram-input.ts marks a forward so): nothing in them is the person's.
   const forwarded = /^Forwarded from ([^\n]+):\n/.exec(text.trim());
   if (forwarded?.[1]) return { kind: "forwarded", from: forwarded[1] };
@@ -74,12 +82,23 @@ function parseIntent(text: string): Intent {
   const forget = /^\/?(?:please\s+)?forget(?:\s+about)?\s+(.+?)[.!]?$/i.exec(clean);
   if (forget?.[1]) return { kind: "forget", name: stripQuotes(forget[1]) };
 
+  const reminder = parseReminder(clean, now, zone);
+  if (reminder) return { kind: "remind", request: reminder };
+  if (/^(?:\/reminders|(?:what|which|show|list|any|do i have)\b.*\breminders\b)/i.test(clean)) return { kind: "reminders" };
+  const question = personQuestion(clean);
+  if (question) return { kind: "person", question };
+
   const note = /\bremember (?:that )?(.+?)[.!]?$/i.exec(clean);
   if (note?.[1] && !/\?$/.test(clean) && !/\bdo you remember\b/i.test(clean)) {
     return { kind: "capture", type: "note", name: note[1], properties: {} };
   }
 
+  const facts = offlineFacts(clean);
+  if (facts.length > 0) return { kind: "fact", statements: facts.map((f) => f.statement) };
+
   if (/\?$/.test(clean) || /^(which|what|who|where|do you|did i|have i|list)\b/i.test(clean)) {
+    const who = /^who(?: is|'s) (.+?)\??$/i.exec(clean);
+    if (who?.[1]) return { kind: "about", query: stripQuotes(who[1]) };
     const typed = /\b(books?|movies?|films?|places?|cities|countries|people|persons?|notes?|projects?)\b/i.exec(clean);
     if (typed?.[1] && /\b(which|what|list|all|my)\b/i.test(clean)) {
       const word = typed[1].toLowerCase();
@@ -175,7 +194,11 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
   const lastUser = prompt.findLastIndex((m) => m.role === "user");
   const userText = lastUserText(prompt);
   const outcomes = toolOutcomes(prompt.slice(lastUser + 1));
-  const intent = parseIntent(userText);
+  const system = prompt.find((m) => m.role === "system");
+  const context = typeof system?.content === "string" ? system.content : "";
+  // The person's clock, as the prompt names it: "(Europe/Lisbon; local time 2026-11-24T08:15)".
+  const zone = /\(([^;()\s]+); local time \d{4}-/.exec(context)?.[1] ?? "UTC";
+  const intent = parseIntent(userText, new Date(), zone);
   const step = outcomes.length;
   const call = (toolName: string, input: Record<string, unknown>): LanguageModelV4Content[] =>
     tools.has(toolName)
@@ -207,14 +230,25 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
     }
     case "about": {
       if (step === 0) return call("memory_recall", { query: intent.query, limit: 5 });
-      const found = recalled(outcomes[0]?.output);
-      return [
-        text(
-          found.length
-            ? `Here's what I remember: ${found.map((f) => `${f.name} (${f.type})`).join(", ")}.`
-            : `I don't remember anything about ${intent.query}.`,
-        ),
+      const found = [
+        ...recalled(outcomes[0]?.output).map((f) => `${f.name} (${f.type})`),
+        ...recalledFacts(outcomes[0]?.output).map(toYou),
       ];
+      return [text(found.length ? `Here's what I remember: ${found.join(", ")}.` : `I don't remember anything about ${intent.query}.`)];
+    }
+    case "fact":
+      // Kept by fact extraction after the turn (fact-extract, or the agent itself without a workflow engine).
+      return [text(`Got it: ${listed(intent.statements.map(toYou))}.`)];
+    case "person":
+      return [text(answerAboutPerson(intent.question, profileStatements(context)))];
+    case "remind":
+      return remind(intent.request, zone, step, outcomes[0]?.output, call);
+    case "reminders": {
+      if (step === 0) return call("schedule_list", {});
+      const listing = outcomes[0]?.output as { reminders?: Array<{ text: string; when: string }>; timezone?: string } | undefined;
+      const waiting = listing?.reminders ?? [];
+      if (waiting.length === 0) return [text('You have no reminders waiting. Try "remind me to call Ana tomorrow at 9".')];
+      return [text(`Your reminders (${listing?.timezone ?? zone} time): ${waiting.map((r) => `${r.text} — ${r.when}`).join("; ")}.`)];
     }
     case "forget": {
       if (step === 0) return call("memory_recall", { query: intent.name, limit: 1 });
@@ -245,6 +279,30 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
         ),
       ];
   }
+}
+
+/** A reminder set with schedule_create, or what is missing to set one. */
+function remind(
+  request: ReminderRequest,
+  zone: string,
+  step: number,
+  output: unknown,
+  call: (toolName: string, input: Record<string, unknown>) => LanguageModelV4Content[],
+): LanguageModelV4Content[] {
+  const { what, when } = request;
+  if (!when) return [text(`When should I remind you${what ? ` to ${what}` : ""}? Say it like "remind me to call Ana tomorrow at 9".`)];
+  if (!what) return [text(`What should I remind you of ${when.words}? Say it like "remind me to call Ana tomorrow at 9".`)];
+  if (step === 0) return call("schedule_create", { text: what, at: when.at });
+  const result = output as { eventId?: string; warning?: string; error?: string } | undefined;
+  if (!result?.eventId) return [text(`I couldn't set that reminder${result?.error ? `: ${result.error}` : ""}.`)];
+  const detail = when.words.startsWith("in ")
+    ? `at ${when.instant.toLocaleTimeString("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" })} ${zone}`
+    : `${when.instant.toLocaleDateString("en-GB", { timeZone: zone, weekday: "long", day: "numeric", month: "long" })}, ${zone}`;
+  return [
+    text(
+      `Reminder set: ${what}, ${when.words} (${detail}).${result.warning ? " It's saved, but reminders can't be delivered right now." : ""}`,
+    ),
+  ];
 }
 
 /** Two things the offline model understands, said in every answer that explains it. */
@@ -286,6 +344,13 @@ function recalled(output: unknown): Array<{ id: string; name: string; type: stri
       // a reply shows the name alone.
       .map((e) => ({ ...e, name: e.name.replace(/<\/?(?:email|app)-data>/g, "") }))
   );
+}
+
+function recalledFacts(output: unknown): string[] {
+  if (!Array.isArray(output)) return [];
+  return output
+    .map((item) => (item as { fact?: { statement?: string } }).fact?.statement)
+    .filter((statement): statement is string => Boolean(statement));
 }
 
 function recalledNames(output: unknown): string[] {

@@ -16,7 +16,8 @@ import {
   updateEntityProperties,
 } from "../../../db/repositories/memory";
 import { IMPORT_CAPS } from "../../../db/repositories/import-caps";
-import { createReminderWithinCap } from "../../../db/repositories/reminders";
+import { createReminderWithinCap, upcomingReminders } from "../../../db/repositories/reminders";
+import { formatLocal, isoLocal } from "../../../platform/local-time";
 import { EntityType, MemoryName } from "../../entity-type";
 import { thirdPartyRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
@@ -29,6 +30,9 @@ const entityType = EntityType.describe(
 );
 const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
 const entityId = z.uuid().describe("id of an entity from memory_recall or memory_capture");
+
+/** Reminders schedule_list names at most (the rest: the web app's Reminders page, Telegram's /reminders). */
+const LISTED_REMINDERS = 20;
 
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
@@ -171,6 +175,23 @@ export function memoryTools(context: ToolContext): ToolSet {
         context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
         const delivery = (await context.scheduleReminder?.({ eventId, at: when.toISOString() })) ?? false;
         return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
+      },
+    }),
+
+    schedule_list: tool({
+      description: 'The person\'s reminders still to be sent, soonest first ("what are my reminders?"), in their local time.',
+      inputSchema: z.object({}),
+      execute: async () => {
+        const zone = context.timezone ?? "UTC";
+        const upcoming = await db.withUser(userId, (tx) => upcomingReminders(tx, LISTED_REMINDERS + 1));
+        return {
+          timezone: zone,
+          reminders: upcoming.slice(0, LISTED_REMINDERS).map((r) => {
+            const at = new Date(r.at);
+            return { text: r.text, at: isoLocal(at, zone), when: formatLocal(at, zone) };
+          }),
+          ...(upcoming.length > LISTED_REMINDERS ? { more: "and more later (the web app's Reminders page lists them all)" } : {}),
+        };
       },
     }),
   };

@@ -10,14 +10,10 @@
 // reason; a retry asks the model again, and recordFact teaches nothing twice from one message. A
 // message nothing came of (no fact, no memory the turn's tools captured) is deleted once read: its words
 // were kept only for this, and a row per message would fill every export.
-import { recordFact } from "../../../db/repositories/facts";
-import { forgetUnusedMessage, messageText, recordSource } from "../../../db/repositories/memory";
-import { profileOf } from "../../../db/repositories/people";
-import { zoneOrUtc } from "../../../platform/local-time";
-import { extractFacts, sinceInstant } from "../../fact-extraction";
+import { extractAndRecord } from "../../fact-recording";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
-import { turnCompleted, type TurnCompleted } from "../events";
+import { turnCompleted } from "../events";
 
 export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
@@ -36,33 +32,4 @@ export function factExtract(inngest: InngestClient, deps: WorkflowDeps) {
       return step.run("extract", async () => ({ facts: await extractAndRecord(deps, turn, today) }));
     },
   );
-}
-
-/** The turn's facts recorded, as ids and outcomes; none when the person or their message is gone. */
-async function extractAndRecord(deps: WorkflowDeps, turn: TurnCompleted, today: string) {
-  const said = await deps.db.withUser(turn.userId, async (tx) => {
-    const person = await profileOf(tx);
-    if (!person) return null;
-    // An event queued before the words moved to Postgres carries them itself.
-    const text = (await messageText(tx, turn.userId, turn.source)) ?? turn.text ?? null;
-    return text === null ? null : { text, zone: zoneOrUtc(person.timezone) };
-  });
-  if (!said) return [];
-  // The model and the embedder are asked between transactions: none is held open while they answer.
-  const claims = await extractFacts(deps.model, said.text, today);
-  if (claims.length === 0) {
-    await deps.db.withUser(turn.userId, (tx) => forgetUnusedMessage(tx, turn.userId, turn.source));
-    return [];
-  }
-  const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
-  return deps.db.withUser(turn.userId, async (tx) => {
-    // The message's row (recorded by the turn, or here for an event that carried the words).
-    const sourceId = await recordSource(tx, turn.userId, { ...turn.source, payload: { text: said.text } });
-    const outcomes = [];
-    for (const [i, { since, ...claim }] of claims.entries()) {
-      const happenedAt = since ? sinceInstant(since, said.zone) : null;
-      outcomes.push(await recordFact(tx, turn.userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt }));
-    }
-    return outcomes;
-  });
 }

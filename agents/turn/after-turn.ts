@@ -1,0 +1,81 @@
+// What follows a turn in the background: the person's message recorded where fact extraction reads it,
+// and conversation/turn.completed sent to the workflow engine (fact-extract). In dev mode with no
+// Inngest dev server to take it (a newcomer's `npm start`), the agent extracts the facts itself instead,
+// so that "I live in Lisbon" is known from the next message on; and the next turn of that person waits
+// for it (readAfterTurn), so "where do I live?" right after is answered from it, never raced.
+import { forgetUnusedMessage, recordMessage, type SourceRef } from "../../db/repositories/memory";
+import type { Config } from "../../platform/config";
+import type { Channel } from "../../platform/channel";
+import { describeError, logJson } from "../../platform/log";
+import { extractAndRecord, type FactRecordingDeps } from "../fact-recording";
+import { canSendEvents, emitEvents } from "../workflows/client";
+import { turnCompleted } from "../workflows/events";
+
+/** What of the turn (agents/turn/turn.ts) follows it. */
+interface Turn extends FactRecordingDeps {
+  userId: string;
+  config: Config;
+}
+
+/** The longest a turn waits for the previous turn's facts (a local model extracting them, say). */
+const AFTER_TURN_WAIT_MS = 15_000;
+
+/** Per person, the previous turn's extraction in this agent while it runs (dev mode only). */
+const pending = new Map<string, Promise<void>>();
+
+/** Dev mode without Inngest Cloud: the only mode in which the agent may extract facts itself. */
+function extractsInline(config: Config): boolean {
+  return Boolean(config.INNGEST_DEV && !config.INNGEST_EVENT_KEY);
+}
+
+/** Waits (bounded, never throwing) until what followed this person's previous turn is done. */
+export async function readAfterTurn(userId: string): Promise<void> {
+  const work = pending.get(userId);
+  if (!work) return;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, AFTER_TURN_WAIT_MS)))]);
+  clearTimeout(timer);
+}
+
+/** Starts what follows the turn (never throws); the turn hands the promise to waitUntil. */
+export function afterTurn(turn: Turn, channel: Channel, source: SourceRef, text: string): Promise<void> {
+  const work = announceTurn(turn, channel, source, text);
+  if (!extractsInline(turn.config)) return work;
+  const { userId } = turn;
+  pending.set(userId, work);
+  return work.finally(() => {
+    if (pending.get(userId) === work) pending.delete(userId);
+  });
+}
+
+/**
+ * Records the message where fact-extract reads it (its `sources` row, in Postgres) and then names it in
+ * conversation/turn.completed: the event carries ids, never the words, so Inngest's run history keeps
+ * none and deleting the account deletes them. Never throws; without a recorded message, no event.
+ */
+async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, text: string): Promise<void> {
+  const { config, userId } = turn;
+  if (!canSendEvents(config)) return;
+  const message = { kind: source.kind, externalId: source.externalId };
+  try {
+    await turn.db.withUser(userId, (tx) => recordMessage(tx, userId, message, text));
+  } catch (error) {
+    // The database's own words only: the query error would repeat the message as a parameter.
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    logJson("warn", { agent: userId, workflows: "message not recorded: no fact extraction for it", error: describeError(cause) });
+    return;
+  }
+  const event = turnCompleted.create({ userId, channel, source: message }, { id: `turn-${userId}-${source.externalId}` });
+  if (await emitEvents(config, event, { agent: userId })) return;
+  try {
+    if (extractsInline(config)) {
+      const today = new Date().toISOString().slice(0, 10);
+      await extractAndRecord(turn, { userId, source: message }, today);
+      return;
+    }
+    // Nobody will read it: unless the turn's tools made something of it, the message's row goes again.
+    await turn.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, message));
+  } catch (error) {
+    logJson("warn", { agent: userId, facts: "not extracted", error: describeError(error) });
+  }
+}

@@ -29,7 +29,7 @@ export interface SaidMessage {
 }
 
 /** The message's facts recorded, as ids and outcomes; none when the person or their message is gone. */
-export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMessage, today: string) {
+export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMessage, today: string, abortSignal?: AbortSignal) {
   const { userId, source } = message;
   const said = await deps.db.withUser(userId, async (tx) => {
     const person = await profileOf(tx);
@@ -38,7 +38,7 @@ export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMes
     return text === null ? null : { text, zone: zoneOrUtc(person.timezone) };
   });
   if (!said) return [];
-  const claims = await extractFacts(deps.model, said.text, today);
+  const claims = await extractFacts(deps.model, said.text, today, abortSignal);
   if (claims.length === 0) {
     await deps.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, source));
     return [];

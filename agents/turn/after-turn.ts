@@ -70,7 +70,8 @@ async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, tex
   try {
     if (extractsInline(config)) {
       const today = new Date().toISOString().slice(0, 10);
-      await extractAndRecord(turn, { userId, source: message }, today);
+      // Bounded like the next turn's wait for it: a model that hangs here holds nothing up for long.
+      await extractAndRecord(turn, { userId, source: message }, today, AbortSignal.timeout(AFTER_TURN_WAIT_MS));
       return;
     }
     // Nobody will read it: unless the turn's tools made something of it, the message's row goes again.

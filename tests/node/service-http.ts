@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request as httpRequest, createServer, type IncomingMessage, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { WELCOME } from "../../agents/commands/index";
+import { FACT_EXTRACTION_MARKER } from "../../agents/fact-extraction";
 import { SERVICE_MODEL, held, readProc } from "./service-process";
 import { waitFor } from "./wait";
 
@@ -133,7 +134,7 @@ interface TappedRequest {
 export interface Tap {
   url: string;
   requests: TappedRequest[];
-  /** Chat-completion requests (arrived at or after `since`) whose last user message contains `text`. */
+  /** A turn's chat-completion requests (arrived at or after `since`) whose last user message contains `text`. */
   modelRequests(text: string, since?: number): TappedRequest[];
   /**
    * What each memory_capture the model made was about: entity id (from the tool's result) → the name
@@ -206,7 +207,14 @@ export async function startTap(standIn: string): Promise<Tap> {
     url: `http://127.0.0.1:${port}`,
     requests,
     modelRequests: (text, since = 0) =>
-      requests.filter((r) => r.at >= since && r.path.endsWith("/chat/completions") && lastUserText(r.body).includes(text)),
+      requests.filter(
+        (r) =>
+          r.at >= since &&
+          r.path.endsWith("/chat/completions") &&
+          // A turn's requests, not fact extraction's (agents/fact-extraction.ts), which reads the same words after it.
+          !r.body.includes(JSON.stringify(FACT_EXTRACTION_MARKER).slice(1, -1)) &&
+          lastUserText(r.body).includes(text),
+      ),
     capturedNames: () => {
       const names = new Map<string, string>();
       for (const r of requests.filter((q) => q.path.endsWith("/chat/completions"))) {

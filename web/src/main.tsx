@@ -3,6 +3,7 @@
 import { Component, lazy, StrictMode, Suspense, useEffect, useState, type ReactNode } from "react";
 import { createRoot } from "react-dom/client";
 import { api, type Me } from "./api";
+import { registerServiceWorker, useOnline } from "./pwa";
 import { Link, useLocation } from "./router";
 import { adoptBrowserTimeZone } from "./timezone";
 
@@ -60,13 +61,27 @@ function App() {
   const { path, search } = useLocation();
   const [me, setMe] = useState<Me | null>(null);
   const [failed, setFailed] = useState(false);
+  const online = useOnline();
   useEffect(() => {
+    if (!online || me) return;
     // A failed adoption still shows the app (with the zone the server has).
+    setFailed(false);
     api.me().then(
       (me) => adoptBrowserTimeZone(me).then(setMe, () => setMe(me)),
       () => setFailed(true),
     );
-  }, []);
+  }, [online, me]);
+  // Opened offline (the installed app's shell, web/public/sw.js): nothing is loaded, so nothing stale
+  // is shown as if it were live; it loads by itself once the browser is back online.
+  if (!online && !me)
+    return (
+      <div className="centered offline" role="status">
+        <p>
+          <strong>You're offline.</strong>
+        </p>
+        <p className="muted">Soma needs a connection to show your conversation and memories. It will load as soon as you're back online.</p>
+      </div>
+    );
   if (failed)
     return (
       <p className="error centered" role="alert">
@@ -92,6 +107,11 @@ function App() {
         </nav>
         <span className="muted who">{me.displayName}</span>
       </header>
+      {online ? null : (
+        <p className="offline-banner" role="status">
+          You're offline: what's on screen may be out of date, and nothing you send goes out until you're back.
+        </p>
+      )}
       <main className="content">
         <PageBoundary resetKey={`${path}?${search}`}>
           <Suspense fallback={<p className="muted">Loading…</p>}>
@@ -102,6 +122,8 @@ function App() {
     </div>
   );
 }
+
+registerServiceWorker();
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>

@@ -140,7 +140,11 @@ export const sources = pgTable(
   (t) => [uniqueIndex("sources_user_kind_external_uq").on(t.userId, t.kind, t.externalId)],
 );
 
-/** OAuth tokens per (user, provider), encrypted with TOKEN_ENCRYPTION_KEY before they reach this table. */
+/**
+ * A person's connections to outside services, per (user, provider): OAuth tokens (provider "google"),
+ * and each browser's Web Push subscription (provider "webpush:<sha-256 of its endpoint>"). Tokens and
+ * subscriptions are encrypted with TOKEN_ENCRYPTION_KEY before they reach this table.
+ */
 export const oauthConnections = pgTable(
   "oauth_connections",
   {
@@ -154,6 +158,10 @@ export const oauthConnections = pgTable(
     accessTokenExpiresAt: timestamp("access_token_expires_at", { withTimezone: true }),
     gmailHistoryId: text("gmail_history_id"),
     watchExpiresAt: timestamp("watch_expires_at", { withTimezone: true }),
+    /** A Web Push subscription's device as the person sees it ("Chrome on Android"); null for Google. */
+    label: text("label"),
+    /** When something was last delivered through it (a push subscription). */
+    lastUsedAt: timestamp("last_used_at", { withTimezone: true }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
+import { localVapidKeys } from "./push-keys";
 import { findLocalModel, LOCAL_MODEL_SERVERS } from "./local-model";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";
 
@@ -49,7 +50,8 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   // The Worker connects as its login role, as it does through Hyperdrive in production.
   const worker = {
     role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE,
-    password: settings.DATABASE_WORKER_PASSWORD || localWorkerPassword(stateDir),
+    password:
+      settings.DATABASE_WORKER_PASSWORD || keptSecret(stateDir, "database-worker-password", () => randomBytes(18).toString("base64url")),
   };
   // What the setup did is told only when it fails: a healthy start prints one banner (issue 26).
   const setupLines: string[] = [];
@@ -68,6 +70,13 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   const found = settings.AI_PROVIDER === undefined ? await findLocalModel(localModelServers(settings.SOMA_LOCAL_MODEL_PORTS)) : null;
   if (found) Object.assign(workerValues, { AI_PROVIDER: "openai-compatible", AI_BASE_URL: found.baseUrl, AI_MODEL: found.model });
   for (const key of CONFIG_KEYS) if (settings[key] !== undefined) workerValues[key] = settings[key];
+  // Web Push works locally with no setup: a key pair made at first start and kept with the state, and a
+  // key sealing the subscriptions (and Gmail's tokens) at rest, kept the same way.
+  workerValues.TOKEN_ENCRYPTION_KEY ||= keptSecret(stateDir, "token-encryption-key", () => randomBytes(32).toString("base64"));
+  if (!workerValues.VAPID_PUBLIC_KEY && !workerValues.VAPID_PRIVATE_KEY) {
+    const keys = await localVapidKeys(stateDir);
+    Object.assign(workerValues, { VAPID_PUBLIC_KEY: keys.publicKey, VAPID_PRIVATE_KEY: keys.privateKey });
+  }
   // Without a signing key the workflows talk to a local Inngest dev server (npx inngest-cli dev).
   if (!workerValues.INNGEST_SIGNING_KEY) workerValues.INNGEST_DEV ??= "1";
   const envFile = `${stateDir}/worker.env`;
@@ -201,10 +210,10 @@ async function stopGroup(child: ChildProcess, exited: Promise<number>): Promise<
   clearTimeout(timer);
 }
 
-/** A password for the local login role, made once per state directory (DATABASE_WORKER_PASSWORD overrides it). */
-function localWorkerPassword(stateDir: string): string {
-  const file = `${stateDir}/database-worker-password`;
-  if (!existsSync(file)) writeFileSync(file, randomBytes(18).toString("base64url"), { mode: 0o600 });
+/** A local secret kept in the state directory (the login role's password, the token key): made once, then read. */
+function keptSecret(stateDir: string, name: string, make: () => string): string {
+  const file = `${stateDir}/${name}`;
+  if (!existsSync(file)) writeFileSync(file, make(), { mode: 0o600 });
   return readFileSync(file, "utf8").trim();
 }
 

@@ -97,12 +97,36 @@ const ConfigFields = z.object({
   AXIOM_URL: z.url().optional(),
   /** Bearer token of the operator endpoints (/api/ops/*, npm run inbox:dead). */
   OPS_TOKEN: optional,
+  /** Web Push (RFC 8292): the sender's P-256 key pair, base64url (npm run push:keys); push is off without it. */
+  VAPID_PUBLIC_KEY: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_-]{86,87}={0,2}$/, "must be a base64url P-256 public key (npm run push:keys)")
+    .optional(),
+  VAPID_PRIVATE_KEY: z
+    .string()
+    .trim()
+    .regex(/^[A-Za-z0-9_-]{43}={0,1}$/, "must be a base64url P-256 private key (npm run push:keys)")
+    .optional(),
+  /** Who push services may contact about this sender (mailto: or https:); APP_BASE_URL by default. */
+  VAPID_SUBJECT: z
+    .string()
+    .trim()
+    .regex(/^(mailto:|https:\/\/)\S+$/, "must be a mailto: or https: URL")
+    .optional(),
 });
 
 const ConfigSchema = ConfigFields.superRefine((config, ctx) => {
   // Without the service account any Google-signed token for the audience would pass the mail intake.
   if (config.PUBSUB_PUSH_AUDIENCE && !config.PUBSUB_PUSH_SERVICE_ACCOUNT) {
     ctx.addIssue({ code: "custom", path: ["PUBSUB_PUSH_SERVICE_ACCOUNT"], message: "is required when PUBSUB_PUSH_AUDIENCE is set" });
+  }
+  if (Boolean(config.VAPID_PUBLIC_KEY) !== Boolean(config.VAPID_PRIVATE_KEY)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["VAPID_PRIVATE_KEY"],
+      message: "VAPID_PUBLIC_KEY and VAPID_PRIVATE_KEY are set together (npm run push:keys)",
+    });
   }
   if (config.ENVIRONMENT !== "production") return;
   for (const key of REQUIRED_IN_PRODUCTION) {
@@ -122,7 +146,7 @@ export const CONFIG_KEYS: readonly string[] = ConfigFields.keyof().options;
 /** Names that say a value is a credential. */
 const CREDENTIAL_NAME = /(_SECRET|_TOKEN|_KEY|_DSN|_PASSWORD)(_FALLBACK)?$/;
 /** Named like a credential but public by design: Langfuse's public key goes out with every trace. */
-const PUBLIC_BY_DESIGN = new Set(["LANGFUSE_PUBLIC_KEY"]);
+const PUBLIC_BY_DESIGN = new Set(["LANGFUSE_PUBLIC_KEY", "VAPID_PUBLIC_KEY"]);
 
 /** Every configuration value that is a credential, derived from the names (scrubbed from whatever leaves: telemetry/scrub.ts). */
 export const SECRET_CONFIG_KEYS = CONFIG_KEYS.filter(

@@ -79,7 +79,7 @@ export function createApp() {
   app.route("/api/messenger/webhook", telegram);
   app.route("/api/workflows", workflows);
   app.route("/api/webhooks/mail", mail);
-  // /api/memories, /api/facts, /api/reminders, /api/apps, /api/export, /api/import, /api/me, /api/account.
+  // /api/memories, /api/facts, /api/reminders, /api/apps, /api/push, /api/export, /api/import, /api/me, /api/account.
   app.route("/", webApi);
   app.route("/api/ops", ops);
   // Reached only through the OAuth provider in front of the app (worker/mcp/oauth.ts), with a valid token.

@@ -7,6 +7,7 @@ import { apps } from "./routes/apps";
 import { exportImport } from "./routes/export";
 import { facts } from "./routes/facts";
 import { memories } from "./routes/memories";
+import { push } from "./routes/push";
 import { reminders } from "./routes/reminders";
 import type { AppEnv } from "./types";
 
@@ -15,6 +16,7 @@ export const webApi = new Hono<AppEnv>()
   .route("/api/facts", facts)
   .route("/api/reminders", reminders)
   .route("/api/apps", apps)
+  .route("/api/push", push)
   .route("/api", exportImport)
   .route("/api", account);
 

@@ -82,3 +82,7 @@ end $$;
 
 -- No role may create objects in public on a database created before PostgreSQL 15.
 revoke create on schema public from public;
+
+-- A browser's push subscription belongs to whoever subscribed it last: soma_system deletes another
+-- person's row of the same endpoint (policy in 0200_rls.sql: Web Push rows only) before it is saved.
+grant delete on public.oauth_connections to soma_system;

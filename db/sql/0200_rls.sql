@@ -51,3 +51,9 @@ drop policy if exists users_system_select on public.users;
 create policy users_system_select on public.users for select to soma_system using (true);
 drop policy if exists oauth_connections_system_select on public.oauth_connections;
 create policy oauth_connections_system_select on public.oauth_connections for select to soma_system using (true);
+
+-- soma_system may delete Web Push subscriptions only (db/repositories/push-subscriptions.ts: a device
+-- another person subscribed before), never a Google connection.
+drop policy if exists oauth_connections_system_delete_push on public.oauth_connections;
+create policy oauth_connections_system_delete_push on public.oauth_connections for delete to soma_system
+  using (provider like 'webpush:%');

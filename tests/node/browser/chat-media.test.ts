@@ -4,6 +4,7 @@
 // forward "Forwarded from Bob" over its words (the prefix not repeated), readable at phone width. And an
 // image picked or pasted in the web composer: made small in the browser, seen by the model, its bytes
 // gone from the conversation once answered; a file that is not an image is refused before it is sent.
+import { FACT_EXTRACTION_MARKER } from "../../../agents/fact-extraction";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { hang, webhook } from "../service-http";
 import { fitsWidth, openPage, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
@@ -113,10 +114,14 @@ const DRAW_PNG = (width: number, height: number) => `(() => {
   return canvas.toDataURL("image/png").split(",")[1];
 })()`;
 
-/** The chat-completion requests the stand-in model got whose last message holds `words`, as JSON. */
+/** A turn's chat-completion requests the stand-in model got whose last message holds `words`, as JSON
+ * (not fact extraction's, which reads the same words after the turn: agents/fact-extraction.ts). */
 async function modelRequestsWith(words: string): Promise<string[]> {
   const requests = (await (await fetch(`${standIn}/__requests`)).json()) as Array<{ messages: unknown[] }>;
-  return requests.map((r) => JSON.stringify(r.messages.at(-1))).filter((last) => last.includes(words));
+  return requests
+    .filter((r) => !JSON.stringify(r.messages[0]).includes(FACT_EXTRACTION_MARKER))
+    .map((r) => JSON.stringify(r.messages.at(-1)))
+    .filter((last) => last.includes(words));
 }
 
 describe("an image from the web composer", () => {

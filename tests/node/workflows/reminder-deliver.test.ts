@@ -56,10 +56,10 @@ describe("reminder-deliver", () => {
       steps: elapsed(),
     });
     expect(error).toBeUndefined();
-    expect(result).toEqual({ delivered: true });
+    expect(result).toEqual({ delivered: true, channels: ["telegram"] });
     expect(ctx.step.sleepUntil).toHaveBeenCalledWith("wait-until-due", at);
-    expect(stepsRun(ctx)).toEqual(expect.arrayContaining(["claim", "send", "mark-delivered"]));
-    expect(stepsRun(ctx)).not.toContain("no-chat");
+    expect(stepsRun(ctx)).toEqual(expect.arrayContaining(["claim", "send-telegram", "finish"]));
+    expect(stepsRun(ctx)).not.toContain("no-channel");
 
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: call mum about the tickets"]);
     // What Inngest keeps of the run (its result, each step's output) has no word of the reminder.
@@ -76,9 +76,9 @@ describe("reminder-deliver", () => {
 
     const first = await runOnce(reminderDeliver, event, { steps: elapsed() });
     const second = await runOnce(reminderDeliver, event, { steps: elapsed() });
-    expect(first.result).toEqual({ delivered: true });
+    expect(first.result).toEqual({ delivered: true, channels: ["telegram"] });
     expect(second.result).toEqual({ delivered: false, reason: "not scheduled (already delivered or removed)" });
-    expect(stepsRun(second.ctx)).not.toContain("send");
+    expect(stepsRun(second.ctx)).not.toContain("send-telegram");
 
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: water the plants"]);
     expect((await reminderRow(person.id, eventId))?.status).toBe("delivered");
@@ -134,7 +134,7 @@ describe("reminder-deliver", () => {
     const { result } = await runOnce(testWorkflows({ telegram }).functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
       steps: elapsed(),
     });
-    expect(result).toEqual({ delivered: true });
+    expect(result).toEqual({ delivered: true, channels: ["telegram"] });
     expect(during).toMatchObject({ outcome: "too-late", reminder: { status: "delivering" } });
     expect(await sentTexts(person.chatId!)).toEqual(["⏰ Reminder: last-second change of mind"]);
     expect((await reminderRow(person.id, eventId))?.status).toBe("delivered");
@@ -148,25 +148,25 @@ describe("reminder-deliver", () => {
       events: [reminderEvent(person.id, eventId, at)],
       steps: elapsed(),
     });
-    expect(claimed.result).toEqual({ claimed: true, reachable: true });
+    expect(claimed.result).toEqual({ claimed: true, telegram: true, push: false });
     await deletePerson(testDb(), person.id);
     const { result, error, ctx } = await runOnce(reminderDeliver, reminderEvent(person.id, eventId, at), {
-      steps: [...elapsed(), { id: "claim", handler: () => ({ claimed: true, reachable: true }) }],
+      steps: [...elapsed(), { id: "claim", handler: () => ({ claimed: true, telegram: true, push: false }) }],
     });
     expect(error).toBeUndefined();
     expect(result).toEqual({ delivered: false, reason: "removed before it was sent" });
-    expect(stepsRun(ctx)).not.toContain("mark-delivered");
+    expect(stepsRun(ctx)).not.toContain("finish");
     expect(await sentTexts(person.chatId!)).toEqual([]);
   });
 
-  it("marks the reminder undeliverable when the person has no Telegram chat", async () => {
+  it("marks the reminder undeliverable when the person has no Telegram chat and no device", async () => {
     const person = await newPerson();
     const { eventId, at } = await scheduleReminder(person.id, "stretch");
     const { result, ctx } = await runOnce(testWorkflows().functions.reminderDeliver, reminderEvent(person.id, eventId, at), {
       steps: elapsed(),
     });
-    expect(result).toEqual({ delivered: false, reason: "the person has no Telegram chat" });
-    expect(stepsRun(ctx)).toEqual(["claim", "no-chat"]);
+    expect(result).toEqual({ delivered: false, reason: "the person has no Telegram chat and no device with notifications on" });
+    expect(stepsRun(ctx)).toEqual(["claim", "no-channel"]);
     expect((await reminderRow(person.id, eventId))?.status).toBe("undeliverable");
   });
 
@@ -186,7 +186,7 @@ describe("reminder-deliver", () => {
 
     // Bob's own event still delivers it, to Bob.
     const own = await runOnce(reminderDeliver, reminderEvent(bob.id, bobs.eventId, bobs.at), { steps: elapsed() });
-    expect(own.result).toEqual({ delivered: true });
+    expect(own.result).toEqual({ delivered: true, channels: ["telegram"] });
     expect(await sentTexts(bob.chatId!)).toEqual(["⏰ Reminder: Bob's secret appointment"]);
     expect(await sentTexts(alice.chatId!)).toEqual([]);
   });
@@ -209,7 +209,7 @@ describe("reminder-deliver", () => {
     const { eventId, at } = await scheduleReminder(person.id, "take the bins out");
     const { deps, functions } = testWorkflows();
     const { result, ctx } = await runOnce(functions.reminderDeliver, reminderEvent(person.id, eventId, at), { steps: elapsed() });
-    expect(result).toEqual({ delivered: true });
+    expect(result).toEqual({ delivered: true, channels: ["telegram"] });
     // @inngest/test does not go through the serve handler, so the middleware's per-request flush may
     // not run: flush the tracer of this deps the way the handler would.
     await deps.tracer.flush();
@@ -224,8 +224,8 @@ describe("reminder-deliver", () => {
     const ids = new Set(traces.map((t) => t.body.id));
     expect(ids.has(ctx.runId)).toBe(true);
     const updates = events.filter((e) => e.type === "trace-create" && ids.has(e.body.id) && e.body.output !== undefined);
-    expect(updates.map((u) => u.body.output)).toContainEqual({ delivered: true });
+    expect(updates.map((u) => u.body.output)).toContainEqual({ delivered: true, channels: ["telegram"] });
     const spans = events.filter((e) => e.type === "span-create" && ids.has(e.body.traceId)).map((e) => e.body.name);
-    expect(new Set(spans)).toEqual(new Set(["step:claim", "step:send", "step:mark-delivered"]));
+    expect(new Set(spans)).toEqual(new Set(["step:claim", "step:send-telegram", "step:finish"]));
   });
 });

@@ -36,6 +36,10 @@ export const FACT_CATEGORIES = [
 /** An app connected to the person's memory through MCP (GET /api/apps). */
 export type ConnectedApp = InferResponseType<typeof client.api.apps.$get>["apps"][number];
 
+/** A browser the person turned notifications on in (GET /api/push). */
+export type PushState = InferResponseType<typeof client.api.push.$get>;
+export type PushDevice = PushState["devices"][number];
+
 export type Reminder = InferResponseType<typeof client.api.reminders.$get>["upcoming"][number];
 export type ReminderStatus = Reminder["status"];
 
@@ -109,4 +113,10 @@ export const api = {
   deleteAccount: () => read(client.api.account.$delete()),
   apps: () => read(client.api.apps.$get()).then((r) => r.apps),
   disconnectApp: (id: string) => read(client.api.apps[":id"].$delete(param(id))),
+  push: () => read(client.api.push.$get()),
+  /** Keeps this browser's subscription (PushSubscription.toJSON()) with a label for the person. */
+  subscribePush: (subscription: PushSubscriptionJSON, label: string) =>
+    read(client.api.push.subscriptions.$post({}, body(JSON.stringify({ ...subscription, label })))),
+  removePushDevice: (id: string) => read(client.api.push.subscriptions[":id"].$delete(param(id))),
+  testPush: () => read(client.api.push.test.$post()),
 };

@@ -1,8 +1,9 @@
-// Timezone, linked Telegram and Google, connected MCP apps, export and import, sign out, delete everything.
+// Timezone, linked Telegram and Google, notifications, connected MCP apps, export and import, sign out, delete everything.
 import { useState, type FormEvent } from "react";
 import { api, type Me } from "./api";
 import { ErrorNote } from "./forms";
 import { ConnectedApps } from "./settings-apps";
+import { NotificationSettings } from "./settings-notifications";
 import { DataSettings } from "./settings-data";
 import { browserTimeZone, TIMEZONE_ADOPTED_KEY } from "./timezone";
 
@@ -153,6 +154,7 @@ export function SettingsPage({ me }: { me: Me }) {
     <section className="settings" aria-label="Settings">
       <TimezoneSetting me={me} />
       <LinkedAccounts me={me} />
+      <NotificationSettings timeZone={me.timezone} />
       <ConnectedApps timeZone={me.timezone} />
       <DataSettings />
       <h2>Session</h2>

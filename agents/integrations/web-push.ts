@@ -109,7 +109,7 @@ export async function sendPush(
   return "refused";
 }
 
-/** A topic for `id` within the push service's limit (32 characters of the base64url alphabet). */
+/** A topic for `id` within the push service's limit (32 characters of the base64url alphabet): a UUID without its dashes. */
 export function pushTopic(id: string): string {
-  return id.replace(/[^A-Za-z0-9_-]/g, "").slice(0, 32);
+  return id.replace(/[^A-Za-z0-9]/g, "").slice(0, 32);
 }

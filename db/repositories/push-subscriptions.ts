@@ -78,7 +78,11 @@ export async function savePushSubscription(
     sql`select count(*)::int as n from oauth_connections where provider like ${`${PREFIX}%`} and provider <> ${provider}`,
   )) as unknown as Array<{ n: number }>;
   if ((others?.n ?? 0) >= cap) return null;
-  const sealed = await cipher.encrypt(JSON.stringify(subscription), { userId, provider, column: "access_token" });
+  const kept: PushSubscriptionKeys = {
+    endpoint: subscription.endpoint,
+    keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth },
+  };
+  const sealed = await cipher.encrypt(JSON.stringify(kept), { userId, provider, column: "access_token" });
   const [row] = await tx
     .insert(oauthConnections)
     .values({ userId, provider, accessTokenEnc: sealed, label })
@@ -107,7 +111,8 @@ export async function openPushSubscriptions(tx: Tx, userId: string, cipher: Toke
   for (const row of rows) {
     try {
       const subscription = JSON.parse(await cipher.decrypt(row.sealed ?? "", { userId, provider: row.provider, column: "access_token" }));
-      opened.push({ id: row.id, ...(subscription as PushSubscriptionKeys) });
+      const { endpoint, keys } = subscription as PushSubscriptionKeys;
+      opened.push({ id: row.id, endpoint, keys });
     } catch {
       await removePushDevice(tx, row.id);
     }

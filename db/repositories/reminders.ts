@@ -225,3 +225,25 @@ export async function claimedReminderText(tx: Tx, eventId: string): Promise<stri
 export async function finishReminder(tx: Tx, eventId: string, status: "delivered" | "undeliverable"): Promise<void> {
   await tx.update(events).set({ status }).where(eq(events.id, eventId));
 }
+
+export type ReminderChannel = "telegram" | "push";
+
+/**
+ * Claims one channel's send of a reminder being delivered: true for the first caller only, so a step
+ * that runs again (Inngest runs a step at least once) sends nothing twice. The time it was claimed is
+ * kept in the row (payload.sent_<channel>). A send that fails is released (releaseReminderChannel)
+ * before its step is retried.
+ */
+export async function claimReminderChannel(tx: Tx, eventId: string, channel: ReminderChannel): Promise<boolean> {
+  const key = `sent_${channel}`;
+  const rows = (await tx.execute(sql`
+    update events set payload = payload || jsonb_build_object(${key}::text, now())
+    where id = ${eventId} and kind = 'reminder' and status = 'delivering' and not (payload ? ${key})
+    returning id`)) as unknown as unknown[];
+  return rows.length > 0;
+}
+
+/** Gives back a channel's claim after its send failed, for the retry. */
+export async function releaseReminderChannel(tx: Tx, eventId: string, channel: ReminderChannel): Promise<void> {
+  await tx.execute(sql`update events set payload = payload - ${`sent_${channel}`}::text where id = ${eventId} and kind = 'reminder'`);
+}

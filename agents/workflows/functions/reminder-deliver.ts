@@ -6,13 +6,23 @@
 // comes after the claim finds the reminder 'delivering' and is told it is too late.
 // Each channel is a step of its own, run side by side: Inngest keeps each one's outcome, so a retry
 // after one channel failed sends nothing again on the other, and one channel failing holds back none.
+// A step may still run twice (Inngest runs steps at least once): each channel's send is claimed in the
+// reminder's row first, so it goes out at most once, and a failed send gives its claim back for the retry.
 // A person with no channel at all has the reminder marked undeliverable, which the web app shows them.
 // The reminder's words stay in Postgres: each send reads them from the claimed row under the person's
 // own transaction, and what Inngest keeps of every step is ids and outcomes. A person deleted after the
 // claim has no row left, and nothing is sent.
 import { contactOf } from "../../../db/repositories/digest";
 import { hasPushDevice } from "../../../db/repositories/push-subscriptions";
-import { claimedReminderText, claimReminder, finishReminder, reminderStatus } from "../../../db/repositories/reminders";
+import {
+  claimedReminderText,
+  claimReminder,
+  claimReminderChannel,
+  finishReminder,
+  releaseReminderChannel,
+  reminderStatus,
+  type ReminderChannel,
+} from "../../../db/repositories/reminders";
 import { pushToPerson } from "../../integrations/push-delivery";
 import { pushConfigured, pushTopic } from "../../integrations/web-push";
 import type { InngestClient } from "../client";
@@ -48,33 +58,53 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
       }
       /** The claimed reminder's words, or null once it is gone (deleted with the account). */
       const words = () => deps.db.withUser(userId, (tx) => claimedReminderText(tx, eventId));
-      const [telegram, push] = await Promise.all([
-        due.telegram
-          ? step.run("send-telegram", async () => {
-              const text = await words();
-              const chatId = (await deps.db.withUser(userId, contactOf))?.chatId ?? null;
-              if (text === null) return "gone";
-              if (chatId === null) return "no-chat"; // unlinked since the claim
-              await telegramOf(deps).sendText(chatId, `⏰ Reminder: ${text}`);
-              return "sent";
-            })
-          : null,
-        due.push
-          ? step.run("send-push", async () => {
-              const text = await words();
-              if (text === null) return "gone";
-              const report = await pushToPerson(
-                deps,
-                userId,
-                { title: "⏰ Reminder", body: text, tag: `reminder-${eventId}`, url: "/app/reminders", at: reminder.at },
-                { ttlSeconds: REMINDER_TTL_SECONDS, urgency: "high", topic: pushTopic(eventId) },
-              );
-              // No device took it but one may yet: Inngest tries the step again (the others are not resent).
-              if (report.sent === 0 && report.retry > 0) throw new Error(`push: ${report.retry} push services did not answer`);
-              return report.sent > 0 ? "sent" : "no-device";
-            })
-          : null,
-      ]);
+      /**
+       * Runs one channel's `send` at most once per reminder, whatever runs the step again: claimed in the
+       * row first ("sent" when an earlier run already did), released when the send throws, so its retry sends.
+       */
+      const once = async (channel: ReminderChannel, send: () => Promise<string>) => {
+        if (!(await deps.db.withUser(userId, (tx) => claimReminderChannel(tx, eventId, channel)))) return "sent";
+        try {
+          return await send();
+        } catch (error) {
+          await deps.db.withUser(userId, (tx) => releaseReminderChannel(tx, eventId, channel));
+          throw error;
+        }
+      };
+      // Settled, not all: a channel whose step failed for good (its retries spent) fails only itself.
+      const [telegram, push] = (
+        await Promise.allSettled([
+          due.telegram
+            ? step.run("send-telegram", async () => {
+                const text = await words();
+                const chatId = (await deps.db.withUser(userId, contactOf))?.chatId ?? null;
+                if (text === null) return "gone";
+                if (chatId === null) return "no-chat"; // unlinked since the claim
+                return once("telegram", async () => {
+                  await telegramOf(deps).sendText(chatId, `⏰ Reminder: ${text}`);
+                  return "sent";
+                });
+              })
+            : null,
+          due.push
+            ? step.run("send-push", async () => {
+                const text = await words();
+                if (text === null) return "gone";
+                return once("push", async () => {
+                  const report = await pushToPerson(
+                    deps,
+                    userId,
+                    { title: "⏰ Reminder", body: text, tag: `reminder-${eventId}`, url: "/app/reminders", at: reminder.at },
+                    { ttlSeconds: REMINDER_TTL_SECONDS, urgency: "high", topic: pushTopic(eventId) },
+                  );
+                  // No device took it but one may yet: Inngest tries the step again (the others are not resent).
+                  if (report.sent === 0 && report.retry > 0) throw new Error(`push: ${report.retry} push services did not answer`);
+                  return report.sent > 0 ? "sent" : "no-device";
+                });
+              })
+            : null,
+        ])
+      ).map((settled) => (settled.status === "fulfilled" ? settled.value : "failed"));
       if (telegram === "gone" || push === "gone") return { delivered: false, reason: "removed before it was sent" };
       const sent = telegram === "sent" || push === "sent";
       await step.run("finish", () => deps.db.withUser(userId, (tx) => finishReminder(tx, eventId, sent ? "delivered" : "undeliverable")));

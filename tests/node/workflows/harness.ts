@@ -4,7 +4,7 @@
 import { InngestTestEngine } from "@inngest/test";
 import type { LanguageModel } from "ai";
 import { inject } from "vitest";
-import { loadConfig } from "../../../platform/config";
+import { loadConfig, type Config } from "../../../platform/config";
 import { localEmbedder, type Embedder } from "../../../agents/integrations/model/embeddings";
 import { OfflineModel } from "../../../agents/integrations/model/offline-model";
 import { TelegramSender } from "../../../agents/integrations/telegram-sender";
@@ -46,12 +46,12 @@ export const testSettings = {
 };
 export const testConfig = loadConfig(testSettings);
 
-/** The eight functions around test dependencies; `now`, `model`, `telegram` and `embedder` can be replaced per test. */
+/** The eight functions around test dependencies; `now`, `model`, `telegram`, `embedder` and `config` can be replaced per test. */
 export function testWorkflows(
-  overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null; embedder?: Embedder } = {},
+  overrides: { now?: Date; model?: LanguageModel; telegram?: TelegramSender | null; embedder?: Embedder; config?: Config } = {},
 ) {
   const deps: WorkflowDeps = {
-    config: testConfig,
+    config: overrides.config ?? testConfig,
     db: testDb(),
     embedder: overrides.embedder ?? localEmbedder,
     model: overrides.model ?? new OfflineModel(),

@@ -306,8 +306,8 @@ export class UserAgent extends AIChatAgent<Env> {
       abortSignal: options?.abortSignal,
       listener: (externalId) => this.#listeners.get(externalId),
       observer: (externalId) => this.#drafts.get(externalId),
-      // A Telegram turn that fails is the inbox's to retry or give up on.
       failed: (messageId, failure) => this.#turnFailures.set(messageId, failure),
+      present: () => !this.getConnections()[Symbol.iterator]().next().done,
       waitUntil: (work) => this.ctx.waitUntil(work),
     });
     return createUIMessageStreamResponse({ stream });

@@ -8,6 +8,7 @@ import type { Config } from "../../platform/config";
 import type { Channel } from "../../platform/channel";
 import { describeError, logJson } from "../../platform/log";
 import { extractAndRecord, type FactRecordingDeps } from "../fact-recording";
+import { pushToPerson } from "../integrations/push-delivery";
 import { canSendEvents, emitEvents } from "../workflows/client";
 import { turnCompleted } from "../workflows/events";
 
@@ -78,5 +79,31 @@ async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, tex
     await turn.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, message));
   } catch (error) {
     logJson("warn", { agent: userId, facts: "not extracted", error: describeError(error) });
+  }
+}
+
+/** The first words of a reply, as a notification shows them. */
+const REPLY_PREVIEW_CHARS = 140;
+
+/**
+ * A web reply that finished while the person had no window of the app open: a push to their devices
+ * ("Soma answered" and its first words; a tap opens the chat). Stale after a day, and a newer one
+ * replaces an older one not yet shown (one topic). Never throws.
+ */
+export async function replyReady(turn: Turn, reply: string): Promise<void> {
+  const words = reply
+    .replace(/[*_`#>[\]]/g, "")
+    .replace(/\s+/g, " ")
+    .trim();
+  const body = words.length > REPLY_PREVIEW_CHARS ? `${words.slice(0, REPLY_PREVIEW_CHARS - 1)}…` : words;
+  try {
+    await pushToPerson(
+      turn,
+      turn.userId,
+      { title: "Soma answered", body, tag: "reply", url: "/app", at: new Date().toISOString() },
+      { ttlSeconds: 86_400, urgency: "normal", topic: "reply" },
+    );
+  } catch (error) {
+    logJson("warn", { agent: turn.userId, push: "reply not pushed", error: describeError(error) });
   }
 }

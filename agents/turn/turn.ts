@@ -33,7 +33,7 @@ import { fenceForwarded } from "./tools/untrusted-memory";
 import { textOf, type MessageSource } from "../transcript";
 import { emitEvents } from "../workflows/client";
 import { reminderCreated } from "../workflows/events";
-import { afterTurn, readAfterTurn } from "./after-turn";
+import { afterTurn, readAfterTurn, replyReady } from "./after-turn";
 
 /** Whole-turn budget: model steps and tools together. */
 export const TURN_BUDGET_MS = 20_000;
@@ -64,6 +64,8 @@ export interface Turn {
   observer(externalId: string): { push(chunk: UIMessageChunk): void } | undefined;
   /** A Telegram turn failed: the inbox decides (retry, or give up). */
   failed(messageId: string, failure: unknown): void;
+  /** Whether the person has the web app open (a socket to their agent). */
+  present(): boolean;
   waitUntil(work: Promise<unknown>): void;
 }
 
@@ -187,6 +189,8 @@ export function turnStream(turn: Turn) {
       // Background work on what the person said (fact-extract); never holds up or fails the turn.
       const input = last ? textOf(last) : "";
       if (input && !(failed && inboxTurn)) turn.waitUntil(afterTurn(turn, channel, source, input));
+      // A web reply that finished after the person left reaches them as a push (agents/turn/after-turn.ts).
+      if (channel === "web" && !failed && output && !turn.present() && !listener) turn.waitUntil(replyReady(turn, output));
       turn.waitUntil(tracer.flush().catch((error: unknown) => logJson("warn", { telemetry: "langfuse", error: describeError(error) })));
     },
   });

@@ -18,7 +18,8 @@
 //   account erasure   POST /gmail/v1/users/me/stop, DELETE /api/public/traces (Langfuse; the traces go),
 //                     POST /api/projects/<id>/persons/bulk_delete/ (PostHog): recorded, GET /__erasure lists them
 // Control: GET /__calls?chat_id=&method= lists recorded Bot API calls, POST /__fail injects errors,
-// GET /__requests lists chat-completion requests, POST /__hang {target, match} holds every request to
+// GET /__requests lists chat-completion requests (answered ones), GET /__held?target=&match= how many a
+// hang holds now, POST /__hang {target, match} holds every request to
 // a target ("chat" for chat completions, "embeddings", "google-revoke", or a Bot API method) whose body contains
 // `match` (e.g. a chat id or a model name, so that suites running at the same time never hold each
 // other's requests) without an answer until POST /__release {target, match}: then each is answered as
@@ -139,6 +140,10 @@ export async function startStandIns(): Promise<StandIns> {
           await Promise.all(waiting.map((release) => release()));
         }
         return json(res, 200, { ok: true });
+      }
+      if (url.pathname === "/__held") {
+        const key = JSON.stringify([url.searchParams.get("target"), url.searchParams.get("match") ?? ""]);
+        return json(res, 200, { held: hung.get(key)?.waiting.length ?? 0 });
       }
       if (url.pathname === "/__files") {
         const file = JSON.parse(body) as { fileId: string; base64: string; size?: number };
@@ -480,6 +485,7 @@ function formPayload(body: string, type: string): Record<string, unknown> {
 
 interface ChatRequest {
   stream?: boolean;
+  response_format?: { type: string };
   messages: Array<{ role: string; content?: string | null | ContentPart[]; tool_calls?: unknown[] }>;
 }
 
@@ -510,6 +516,17 @@ function chatCompletion(request: ChatRequest, res: ServerResponse) {
     return json(res, 400, { error: { message: "the provider refuses this input", type: "invalid_request_error", code: "content_filter" } });
   }
   let reply: { content?: string; toolCall?: { name: string; arguments: string } };
+  // Structured output (fact extraction, agents/fact-extraction.ts): a well-formed answer with no facts.
+  if (request.response_format?.type === "json_object" || request.response_format?.type === "json_schema") {
+    return json(res, 200, {
+      id: `chatcmpl-${Date.now()}`,
+      object: "chat.completion",
+      created: Math.floor(Date.now() / 1000),
+      model: "stand-in",
+      choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify({ facts: [] }) }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+    });
+  }
   const toolResults = request.messages.slice(request.messages.lastIndexOf(lastUser!)).filter((m) => m.role === "tool").length;
   if (/^bench: /.test(String(lastUser?.content ?? "")) && toolResults < 2) {
     // The benchmarks' turn: one capture, then one recall, then the answer.

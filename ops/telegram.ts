@@ -1,9 +1,11 @@
 // `npm run telegram:register`: setWebhook with url = APP_BASE_URL + /api/messenger/webhook, the
-// webhook secret as secret_token, allowed_updates ["message"]; then prints getWebhookInfo, and warns
+// webhook secret as secret_token, allowed_updates ["message"]; setMyCommands with Soma's commands for
+// private chats (the menu "/" opens, agents/commands/index.ts BOT_COMMANDS); then prints getWebhookInfo, and warns
 // when getMe says the bot can still be added to groups (Soma only talks in private chats; BotFather's
 // /setjoingroups → Disable turns that off, see docs/runbook.md).
 // `npm run telegram:info`: getWebhookInfo only. The token and the secret are never printed.
 import { parseArgs } from "node:util";
+import { BOT_COMMANDS } from "../agents/commands/index";
 import { loadSettings, requireSettings, runMain, type Settings } from "./cli";
 import { webhookInfo } from "./smoke";
 
@@ -24,6 +26,16 @@ export async function registerWebhook(settings: Settings, log = console.log): Pr
   const body = (await response.json()) as { ok: boolean; description?: string };
   if (!body.ok) throw new Error(`setWebhook refused: ${body.description ?? response.status}`);
   log(`telegram:register  setWebhook ${url} (secret_token set, allowed_updates ["message"]): ${body.description ?? "ok"}`);
+  // The command menu ("/" in a private chat): Soma answers commands in private chats only.
+  const commands = await fetch(`${root}/bot${TELEGRAM_BOT_TOKEN}/setMyCommands`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ commands: BOT_COMMANDS, scope: { type: "all_private_chats" } }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const set = (await commands.json()) as { ok: boolean; description?: string };
+  if (!set.ok) throw new Error(`setMyCommands refused: ${set.description ?? commands.status}`);
+  log(`telegram:register  setMyCommands: ${BOT_COMMANDS.map((c) => `/${c.command}`).join(" ")} (private chats)`);
   await printInfo(settings, log);
   await warnIfJoinsGroups(root, TELEGRAM_BOT_TOKEN, log);
 }

@@ -45,6 +45,20 @@ export const HELP = [
   "Anything else you write goes to me directly.",
 ].join("\n");
 
+/** The menu Telegram shows when a person types "/" in a private chat (npm run telegram:register sets it). */
+export const BOT_COMMANDS: ReadonlyArray<{ command: string; description: string }> = [
+  { command: "memories", description: "What I remember, newest first (e.g. /memories book)" },
+  { command: "facts", description: "What I know about you, with how sure I am" },
+  { command: "reminders", description: "Your upcoming reminders, numbered" },
+  { command: "cancel", description: "Cancel a reminder by its number (e.g. /cancel 2)" },
+  { command: "forget", description: "Forget a memory or a fact (e.g. /forget Dune)" },
+  { command: "timezone", description: "Show or set your timezone (e.g. /timezone Berlin)" },
+  { command: "login", description: "A one-time link to the web app" },
+  { command: "export", description: "Everything I keep of you, as a JSON file" },
+  { command: "reset", description: "Start a fresh conversation (memories stay)" },
+  { command: "help", description: "What I can do, and every command" },
+];
+
 const LOGIN_LINK_TTL_SECONDS = 600;
 
 export interface CommandContext {

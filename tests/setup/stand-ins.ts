@@ -396,6 +396,19 @@ export async function startStandIns(): Promise<StandIns> {
         result: { file_id: id, file_unique_id: `u-${id}`, file_size: file.size, file_path: `files/${id}` },
       });
     }
+    if (method === "setMyCommands") {
+      // Telegram's rules: 1–100 commands, each 1–32 of a-z, 0-9 and _, a description of 1–256 characters.
+      const commands = payload.commands as Array<{ command?: string; description?: string }> | undefined;
+      const valid =
+        Array.isArray(commands) &&
+        commands.length >= 1 &&
+        commands.length <= 100 &&
+        commands.every(
+          (c) => /^[a-z0-9_]{1,32}$/.test(c.command ?? "") && (c.description?.length ?? 0) >= 1 && (c.description?.length ?? 0) <= 256,
+        );
+      if (!valid) return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: BOT_COMMAND_INVALID" });
+      return json(res, 200, { ok: true, result: true });
+    }
     if (method === "setWebhook") {
       if (typeof payload.url !== "string" || (!payload.url.startsWith("https://") && !payload.url.startsWith("http://127.0.0.1"))) {
         return json(res, 400, {

@@ -15,6 +15,8 @@ import {
   type ReminderItem,
 } from "../../db/repositories/reminders";
 import { formatLocal, resolveTimeZone } from "../../platform/local-time";
+import { listSchedules } from "../../db/repositories/schedules";
+import { describeRule } from "../schedules/recurrence";
 
 const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
 
@@ -41,23 +43,36 @@ export async function timezoneCommand(db: Database, userId: string, argument: st
 
 /** /reminders: the upcoming reminders, numbered for /cancel, in the person's local time. */
 export async function remindersCommand(db: Database, userId: string): Promise<string> {
-  const { zone, upcoming } = await db.withUser(userId, async (tx) => {
+  const { zone, upcoming, schedules } = await db.withUser(userId, async (tx) => {
     const zone = await personZone(tx);
     const upcoming = await upcomingReminders(tx, LISTED_LIMIT + 1);
+    const schedules = await listSchedules(tx);
     // An empty list is remembered too: a /cancel 2 after it must not reach an older list.
     await rememberShownList(
       tx,
       userId,
       upcoming.slice(0, LISTED_LIMIT).map((r) => r.id),
     );
-    return { zone, upcoming };
+    return { zone, upcoming, schedules };
   });
-  if (upcoming.length === 0) return 'You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".';
+  // Repeating ones with their rule in words ("every week on Monday at 09:00"), paused ones said so.
+  const repeating = schedules.map(
+    (r) => `• ${clip(r.text, LINE_TEXT)} — ${describeRule(r.rule, r.start)}${r.status === "paused" ? " (paused)" : ""}`,
+  );
+  const repeatingPart = repeating.length ? ["", "Repeating:", ...repeating] : [];
+  if (upcoming.length === 0)
+    return ['You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".', ...repeatingPart].join("\n");
   const lines = upcoming
     .slice(0, LISTED_LIMIT)
-    .map((r, i) => `${i + 1}. ${formatLocal(new Date(r.at), zone)} — ${clip(r.text, LINE_TEXT)}`);
+    .map((r, i) => `${i + 1}. ${formatLocal(new Date(r.at), zone)} — ${clip(r.text, LINE_TEXT)}${r.scheduleId ? " (repeats)" : ""}`);
   if (upcoming.length > LISTED_LIMIT) lines.push(`…and more later; cancel some of these to see them.`);
-  return [`Your upcoming reminders (${zone} time):`, ...lines, "", "Cancel one with /cancel <number>, e.g. /cancel 1"].join("\n");
+  return [
+    `Your upcoming reminders (${zone} time):`,
+    ...lines,
+    ...repeatingPart,
+    "",
+    "Cancel one with /cancel <number>, e.g. /cancel 1",
+  ].join("\n");
 }
 
 /** /cancel <n>: cancels the n-th reminder of the list /reminders showed last. */
@@ -70,6 +85,9 @@ export async function cancelCommand(db: Database, userId: string, argument: stri
     const zone = await personZone(tx);
     const list = await shownList(tx);
     const id = list?.[n - 1];
+    // One time of a repeating reminder is skipped on the web app's Reminders page, where it is planned again.
+    const repeating = id ? (await upcomingReminders(tx)).find((r) => r.id === id)?.scheduleId : null;
+    if (repeating) return { zone, list, result: { outcome: "repeating" as const } };
     return { zone, list, result: id ? await cancelReminder(tx, id) : null };
   });
   if (list === null) return "Send /reminders first: it numbers your upcoming reminders, then /cancel <number> cancels one.";
@@ -78,6 +96,8 @@ export async function cancelCommand(db: Database, userId: string, argument: stri
     return `There is no reminder ${n} in the list I showed you last (${had}). Send /reminders to see your reminders now.`;
   }
   if (result.outcome === "unknown") return `Reminder ${n} no longer exists. Send /reminders to see your reminders now.`;
+  if (result.outcome === "repeating")
+    return `Reminder ${n} is the next time of a repeating reminder: pause or delete it on the web app's Reminders page (/login).`;
   const what = describe(result.reminder, zone);
   switch (result.outcome) {
     case "cancelled":

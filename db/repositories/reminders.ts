@@ -20,6 +20,8 @@ export interface ReminderItem {
   at: string;
   status: ReminderStatus;
   createdAt: string;
+  /** The repeating schedule this is an occurrence of, if any. */
+  scheduleId: string | null;
 }
 
 /**
@@ -30,7 +32,7 @@ export interface ReminderItem {
 export async function createReminder(
   tx: Tx,
   userId: string,
-  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey?: string | null },
+  reminder: { text: string; at: Date; sourceId: string | null; idempotencyKey?: string | null; scheduleId?: string },
 ): Promise<string> {
   const key = reminder.idempotencyKey ?? null;
   const [row] = await tx
@@ -39,7 +41,8 @@ export async function createReminder(
       userId,
       kind: "reminder",
       occurredAt: reminder.at,
-      payload: { text: reminder.text },
+      // An occurrence of a repeating schedule (./schedules.ts) names it: its delivery plans the next one.
+      payload: { text: reminder.text, ...(reminder.scheduleId ? { scheduleId: reminder.scheduleId } : {}) },
       status: "scheduled",
       sourceId: reminder.sourceId,
       idempotencyKey: key,
@@ -115,6 +118,7 @@ function toItem(row: { id: string; payload: Record<string, unknown>; at: Date; s
     at: row.at.toISOString(),
     status: row.status as ReminderStatus,
     createdAt: row.createdAt.toISOString(),
+    scheduleId: typeof row.payload.scheduleId === "string" ? row.payload.scheduleId : null,
   };
 }
 
@@ -199,6 +203,8 @@ export async function reminderStatus(tx: Tx, id: string): Promise<ReminderStatus
 export interface DueReminder {
   text: string;
   at: Date;
+  /** The repeating schedule it is an occurrence of (./schedules.ts), if any. */
+  scheduleId: string | null;
 }
 
 /** Moves a scheduled reminder to `delivering`; null when it is not (any longer) waiting to be sent. */
@@ -209,7 +215,8 @@ export async function claimReminder(tx: Tx, eventId: string): Promise<DueReminde
     .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "scheduled")))
     .returning({ payload: events.payload, at: events.occurredAt });
   if (!row) return null;
-  return { text: String(row.payload.text ?? ""), at: row.at };
+  const scheduleId = typeof row.payload.scheduleId === "string" ? row.payload.scheduleId : null;
+  return { text: String(row.payload.text ?? ""), at: row.at, scheduleId };
 }
 
 /** The words of a reminder claimed for delivery (status `delivering`); null when it is gone or not claimed. */

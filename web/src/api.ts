@@ -41,6 +41,9 @@ export type PushState = InferResponseType<typeof client.api.push.$get>;
 export type PushDevice = PushState["devices"][number];
 
 export type Reminder = InferResponseType<typeof client.api.reminders.$get>["upcoming"][number];
+/** A repeating reminder (GET /api/reminders' schedules). */
+export type Schedule = InferResponseType<typeof client.api.reminders.$get>["schedules"][number];
+const scheduleRoute = client.api.reminders.schedules[":id"];
 export type ReminderStatus = Reminder["status"];
 
 /** What an import adds, per kind (a dry run: what it would add). */
@@ -108,6 +111,9 @@ export const api = {
   deleteFact: (id: string) => read(client.api.facts[":id"].$delete(param(id))),
   reminders: () => read(client.api.reminders.$get()),
   cancelReminder: (id: string) => read(client.api.reminders[":id"].$delete(param(id))),
+  pauseSchedule: (id: string, pause: boolean) =>
+    read(scheduleRoute[":action{pause|resume}"].$post({ param: { id, action: pause ? "pause" : "resume" } })).then((r) => r.schedule),
+  deleteSchedule: (id: string) => read(scheduleRoute.$delete(param(id))),
   /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
   importFile: (text: string, dryRun: boolean) => read(client.api.import.$post({ query: dryRun ? { dryRun: "1" } : {} }, body(text))),
   deleteAccount: () => read(client.api.account.$delete()),

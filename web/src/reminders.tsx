@@ -1,5 +1,6 @@
 // The person's reminders in their own timezone: upcoming ones (soonest first), which they can cancel
-// after saying so, and past ones with what became of them. A reminder already being sent cannot be
+// after saying so, repeating ones (schedules.tsx), and past ones with what became of them (one that
+// reached no channel says so: it is where a person without Telegram or notifications finds it). A reminder already being sent cannot be
 // cancelled: the server's 409 is shown as it says it.
 import { useState } from "react";
 import { LoadState, useLoaded } from "./loaded";
@@ -7,12 +8,13 @@ import { api, type Reminder, type ReminderStatus } from "./api";
 import { formatFull, formatWhen } from "./format";
 import { Confirm, ErrorNote } from "./forms";
 import { Link } from "./router";
+import { Schedules } from "./schedules";
 
 const STATUS: Record<ReminderStatus, { label: string; tone: "" | "warn" | "ok" }> = {
   scheduled: { label: "scheduled", tone: "" },
   delivering: { label: "being sent", tone: "" },
   delivered: { label: "sent", tone: "ok" },
-  undeliverable: { label: "could not be sent", tone: "warn" },
+  undeliverable: { label: "missed: no Telegram and no notifications on", tone: "warn" },
   cancelled: { label: "cancelled", tone: "" },
 };
 
@@ -82,12 +84,12 @@ function UpcomingItem({
 }
 
 export function RemindersPage({ timeZone }: { timeZone: string }) {
-  const { loaded, setLoaded, reload } = useLoaded(api.reminders);
+  const { loaded, setLoaded, reload, refresh } = useLoaded(api.reminders);
   const [notice, setNotice] = useState<string | null>(null);
   const cancelled = (reminder: Reminder) => {
     setNotice(`Cancelled “${reminder.text}”. It will not be sent.`);
     setLoaded((l) =>
-      l.state === "ready" ? { state: "ready", upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l,
+      l.state === "ready" ? { ...l, upcoming: l.upcoming.filter((r) => r.id !== reminder.id), past: [reminder, ...l.past] } : l,
     );
   };
 
@@ -124,6 +126,7 @@ export function RemindersPage({ timeZone }: { timeZone: string }) {
           ))}
         </ul>
       )}
+      <Schedules schedules={loaded.schedules} timeZone={timeZone} onChange={refresh} />
       <h2 id="past">Past</h2>
       {loaded.past.length === 0 ? (
         <p className="muted empty">No past reminders yet.</p>

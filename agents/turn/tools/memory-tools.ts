@@ -1,4 +1,4 @@
-// The memory tools the model sees. The person is never an input: every tool is bound to this agent's
+// The memory tools the model sees (the reminder tools: schedule-tools.ts). The person is never an input: every tool is bound to this agent's
 // user id, and every database call runs through Database.withUser, so row-level security holds even
 // if the model is told to reach someone else's memories (the fact tools, agents/turn/tools/fact-tools.ts, too).
 // Memories that came from email are fenced in what recall returns, and the tools that change something
@@ -15,9 +15,6 @@ import {
   relateEntities,
   updateEntityProperties,
 } from "../../../db/repositories/memory";
-import { IMPORT_CAPS } from "../../../db/repositories/import-caps";
-import { createReminderWithinCap, upcomingReminders } from "../../../db/repositories/reminders";
-import { formatLocal, isoLocal } from "../../../platform/local-time";
 import { EntityType, MemoryName } from "../../entity-type";
 import { thirdPartyRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
@@ -30,9 +27,6 @@ const entityType = EntityType.describe(
 );
 const properties = z.record(z.string(), z.union([z.string().max(500), z.number(), z.boolean(), z.null()]));
 const entityId = z.uuid().describe("id of an entity from memory_recall or memory_capture");
-
-/** Reminders schedule_list names at most (the rest: the web app's Reminders page, Telegram's /reminders). */
-const LISTED_REMINDERS = 20;
 
 export function memoryTools(context: ToolContext): ToolSet {
   const { db, userId, embedder } = context;
@@ -143,61 +137,5 @@ export function memoryTools(context: ToolContext): ToolSet {
         return { edgeId };
       },
     }),
-
-    schedule_create: tool({
-      description: "Schedule a reminder to send the person at a time.",
-      inputSchema: z.object({
-        text: z.string().trim().min(1).max(1000),
-        at: z.iso
-          .datetime({ offset: true, local: true })
-          .describe(
-            "When, in the future: the person's local date and time without an offset (2026-11-24T09:00), or ISO 8601 with an offset or Z",
-          ),
-      }),
-      execute: async ({ text, at }, { messages }) => {
-        const refused = await refusal("schedule_create", [text], messages);
-        if (refused) return { error: refused };
-        // An explicit offset or Z names the instant itself; a bare local time is the person's clock.
-        const when = startOf(at, context.timezone ?? "UTC");
-        if (when.getTime() < Date.now() - 60_000) return { error: "that time is in the past" };
-        // A re-run of this turn (same message, same reminder) gets the same event id back, so the
-        // delivery below (Inngest event `reminder-${eventId}`, deduplicated by id) is the same one too.
-        // The time is keyed as the instant it names: "…T09:00:00+02:00" and "…T07:00:00Z" are one reminder.
-        const key = await idempotencyKey(context.source, "schedule_create", { text, at: when.toISOString() });
-        // At most as many waiting as an import may leave (IMPORT_CAPS.futureReminders): each one is a
-        // Telegram message when it falls due. Counted in the insert's transaction (issue 25).
-        const created = await db.withUser(userId, async (tx) => {
-          const sourceId = await recordSource(tx, userId, context.source);
-          return createReminderWithinCap(tx, userId, { text, at: when, sourceId, idempotencyKey: key }, IMPORT_CAPS.futureReminders);
-        });
-        if ("waiting" in created) return { error: tooManyReminders(created.waiting) };
-        const { eventId } = created;
-        context.onActivity?.({ kind: "scheduled", eventId, at: when.toISOString() });
-        const delivery = (await context.scheduleReminder?.({ eventId, at: when.toISOString() })) ?? false;
-        return delivery ? { eventId } : { eventId, warning: "saved, but reminders cannot be delivered right now" };
-      },
-    }),
-
-    schedule_list: tool({
-      description: 'The person\'s reminders still to be sent, soonest first ("what are my reminders?"), in their local time.',
-      inputSchema: z.object({}),
-      execute: async () => {
-        const zone = context.timezone ?? "UTC";
-        const upcoming = await db.withUser(userId, (tx) => upcomingReminders(tx, LISTED_REMINDERS + 1));
-        return {
-          timezone: zone,
-          reminders: upcoming.slice(0, LISTED_REMINDERS).map((r) => {
-            const at = new Date(r.at);
-            return { text: r.text, at: isoLocal(at, zone), when: formatLocal(at, zone) };
-          }),
-          ...(upcoming.length > LISTED_REMINDERS ? { more: "and more later (the web app's Reminders page lists them all)" } : {}),
-        };
-      },
-    }),
   };
-}
-
-/** What the model is told (and may tell the person) when the reminders waiting are at the cap. */
-function tooManyReminders(waiting: number): string {
-  return `You already have ${waiting} reminders waiting; that is the most Soma keeps. Cancel one you no longer need (/reminders, then /cancel <number>, or the web app), or wait until one has been sent, then ask again.`;
 }

@@ -9,6 +9,8 @@
 // A step may still run twice (Inngest runs steps at least once): each channel's send is claimed in the
 // reminder's row first, so it goes out at most once, and a failed send gives its claim back for the retry.
 // A person with no channel at all has the reminder marked undeliverable, which the web app shows them.
+// An occurrence of a repeating schedule plans the next one when it is done (agents/schedules/plan.ts) and
+// hands it over as a new event: each occurrence is its own delayed event, so nothing scans for due ones.
 // The reminder's words stay in Postgres: each send reads them from the claimed row under the person's
 // own transaction, and what Inngest keeps of every step is ids and outcomes. A person deleted after the
 // claim has no row left, and nothing is sent.
@@ -23,7 +25,9 @@ import {
   reminderStatus,
   type ReminderChannel,
 } from "../../../db/repositories/reminders";
+import { zoneOrUtc } from "../../../platform/local-time";
 import { pushToPerson } from "../../integrations/push-delivery";
+import { planNextOccurrence } from "../../schedules/plan";
 import { pushConfigured, pushTopic } from "../../integrations/web-push";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
@@ -41,9 +45,11 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
       await step.sleepUntil("wait-until-due", new Date(reminder.at));
       const due = await step.run("claim", () =>
         deps.db.withUser(userId, async (tx) => {
-          if (!(await claimReminder(tx, eventId))) return { skipped: await reminderStatus(tx, eventId) };
+          const claimed = await claimReminder(tx, eventId);
+          if (!claimed) return { skipped: await reminderStatus(tx, eventId) };
           const push = pushConfigured(deps.config) && (await hasPushDevice(tx));
-          return { claimed: true, telegram: Boolean((await contactOf(tx))?.chatId), push };
+          const telegram = Boolean((await contactOf(tx))?.chatId);
+          return { claimed: true, telegram, push, ...(claimed.scheduleId ? { scheduleId: claimed.scheduleId } : {}) };
         }),
       );
       if ("skipped" in due) {
@@ -52,8 +58,20 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
           reason: due.skipped === "cancelled" ? "cancelled by the person" : "not scheduled (already delivered or removed)",
         };
       }
+      // An occurrence of a repeating schedule: the next one is planned and handed over, whatever became of this one.
+      const planNext = async () => {
+        const scheduleId = "scheduleId" in due ? due.scheduleId : undefined;
+        if (!scheduleId) return;
+        const next = await step.run("plan-next", () =>
+          deps.db.withUser(userId, async (tx) =>
+            planNextOccurrence(tx, userId, scheduleId, new Date(reminder.at), zoneOrUtc((await contactOf(tx))?.timezone)),
+          ),
+        );
+        if (next) await step.sendEvent("hand-over-next", reminderCreated.create({ userId, ...next }, { id: `reminder-${next.eventId}` }));
+      };
       if (!due.telegram && !due.push) {
         await step.run("no-channel", () => deps.db.withUser(userId, (tx) => finishReminder(tx, eventId, "undeliverable")));
+        await planNext();
         return { delivered: false, reason: "the person has no Telegram chat and no device with notifications on" };
       }
       /** The claimed reminder's words, or null once it is gone (deleted with the account). */
@@ -108,6 +126,7 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
       if (telegram === "gone" || push === "gone") return { delivered: false, reason: "removed before it was sent" };
       const sent = telegram === "sent" || push === "sent";
       await step.run("finish", () => deps.db.withUser(userId, (tx) => finishReminder(tx, eventId, sent ? "delivered" : "undeliverable")));
+      await planNext();
       const channels = [...(telegram === "sent" ? ["telegram"] : []), ...(push === "sent" ? ["push"] : [])];
       return sent ? { delivered: true, channels } : { delivered: false, reason: "no channel took it" };
     },

@@ -4,7 +4,7 @@
 // planning the same occurrence twice (a step run again) makes one reminder, and its delivery event
 // (`reminder-<id>`) is one event. A schedule whose rule has ended (COUNT, UNTIL) is cancelled.
 import type { Tx } from "../../db/database";
-import { createReminder } from "../../db/repositories/reminders";
+import { createReminder, reviveReminder } from "../../db/repositories/reminders";
 import { scheduleOf, updateSchedule } from "../../db/repositories/schedules";
 import { nextOccurrences } from "./recurrence";
 
@@ -32,6 +32,8 @@ export async function planNextOccurrence(
     idempotencyKey: `schedule:${scheduleId}:${next.toISOString()}`,
     scheduleId,
   });
+  // The same time planned again after a pause is the occurrence the pause cancelled: it waits again.
+  await reviveReminder(tx, eventId);
   await updateSchedule(tx, scheduleId, { next });
   return { eventId, at: next.toISOString() };
 }

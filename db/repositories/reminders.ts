@@ -254,3 +254,11 @@ export async function claimReminderChannel(tx: Tx, eventId: string, channel: Rem
 export async function releaseReminderChannel(tx: Tx, eventId: string, channel: ReminderChannel): Promise<void> {
   await tx.execute(sql`update events set payload = payload - ${`sent_${channel}`}::text where id = ${eventId} and kind = 'reminder'`);
 }
+
+/** Brings back a cancelled reminder (a repeating one's occurrence, cancelled by a pause, planned again on resume). */
+export async function reviveReminder(tx: Tx, eventId: string): Promise<void> {
+  await tx
+    .update(events)
+    .set({ status: "scheduled" })
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "cancelled")));
+}

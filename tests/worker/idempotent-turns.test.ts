@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { describe, expect, inject, it } from "vitest";
 import { canonicalJson, idempotencyKey } from "../../agents/turn/tools/idempotency";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools as toolsOf } from "../../agents/turn/tools/index";
 import type { Person } from "../../db/repositories/auth";
 import type { SourceRef } from "../../db/repositories/memory";
 import { newPerson, testDatabase } from "./helpers";
@@ -33,7 +33,7 @@ function telegramMessage(): SourceRef {
 
 /** The memory tools of one turn, as the agent builds them; `deliveries` records each hand-off to Inngest. */
 function turnTools(person: Person, source: SourceRef, deliveries: string[] = []) {
-  return memoryTools({
+  return toolsOf({
     db: testDatabase(),
     userId: person.id,
     embedder: localEmbedder,
@@ -46,7 +46,7 @@ function turnTools(person: Person, source: SourceRef, deliveries: string[] = [])
 }
 
 /** Calls one real tool the way the AI SDK loop does after validating the input. */
-async function call(tools: ReturnType<typeof memoryTools>, name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
+async function call(tools: ReturnType<typeof toolsOf>, name: string, input: Record<string, unknown>): Promise<Record<string, unknown>> {
   const execute = tools[name]?.execute as ((input: unknown, options: unknown) => Promise<Record<string, unknown>>) | undefined;
   if (!execute) throw new Error(`no tool ${name}`);
   return execute(input, { toolCallId: `call-${name}`, messages: [], context: undefined });

@@ -12,7 +12,7 @@ import { MockLanguageModelV4 } from "ai/test";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import type { UserAgent } from "../../agents/user-agent";
 import { recordEmail } from "../../db/repositories/mail";
 import { captureEntity } from "../../db/repositories/memory";
@@ -236,7 +236,7 @@ describe("finding 4: text inside an email cannot instruct the model", () => {
     const turn = async (message: string, steps: Step[]) => {
       const result = await generateText({
         model: scriptedModel([{ tool: "memory_recall", input: { query: "Anna" } }, ...steps, { text: "ok" }]),
-        tools: memoryTools({
+        tools: turnTools({
           db: testDatabase(),
           userId: person.id,
           embedder: localEmbedder,

@@ -5,7 +5,7 @@ import { generateText, isStepCount } from "ai";
 import { env } from "cloudflare:workers";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { normalizeName, type RecalledEntity } from "../../db/repositories/memory";
@@ -16,7 +16,7 @@ import { scriptedModel, type Step } from "./scripted-model";
 async function turn(person: Person, steps: Step[], message = "test message") {
   const result = await generateText({
     model: scriptedModel([...steps, { text: "ok" }]),
-    tools: memoryTools({
+    tools: turnTools({
       db: testDatabase(),
       userId: person.id,
       embedder: localEmbedder,
@@ -71,7 +71,7 @@ describe("memory_capture", () => {
     const person = await newPerson();
     const result = await generateText({
       model: scriptedModel([capture("Book; drop table entities", "X"), { text: "ok" }]),
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } }),
+      tools: turnTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } }),
       stopWhen: isStepCount(2),
       prompt: "x",
     });
@@ -86,7 +86,7 @@ describe("memory_capture", () => {
     const name = "\ufdfa".repeat(200); // 200 characters; 3,600 once normalized, past btree's 2.7 kB
     const result = await generateText({
       model: scriptedModel([capture("book", name), capture("book", "Dune"), { text: "ok" }]),
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "nfkc" } }),
+      tools: turnTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "nfkc" } }),
       stopWhen: isStepCount(3),
       prompt: "x",
     });
@@ -186,7 +186,7 @@ describe("isolation between people", () => {
 
   it("the tools take no user id: a model cannot name another person", async () => {
     const alice = await newPerson("alice");
-    const tools = memoryTools({ db: testDatabase(), userId: alice.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } });
+    const tools = turnTools({ db: testDatabase(), userId: alice.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } });
     for (const [name, definition] of Object.entries(tools)) {
       const schema = JSON.stringify((definition.inputSchema as { toJSONSchema?: () => unknown }).toJSONSchema?.() ?? {});
       expect(schema, name).not.toMatch(/user_?id/i);

@@ -7,7 +7,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { createChatModel } from "../../agents/integrations/model/chat-model";
 import { createEmbedder, localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import { loadConfig } from "../../platform/config";
 import { newPerson, testDatabase } from "./helpers";
 
@@ -25,7 +25,7 @@ describe("AI_PROVIDER=openai-compatible", () => {
     const person = await newPerson();
     const result = streamText({
       model: createChatModel(config(), env),
-      tools: memoryTools({
+      tools: turnTools({
         db: testDatabase(),
         userId: person.id,
         embedder: createEmbedder(config(), env),

@@ -8,7 +8,7 @@ import { generateText, isStepCount } from "ai";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import { IMPORT_CAPS } from "../../db/repositories/import-caps";
 import { createReminder } from "../../db/repositories/reminders";
 import { call, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
@@ -202,7 +202,7 @@ describe("schedule_create keeps at most IMPORT_CAPS.futureReminders waiting (iss
   ): Promise<Record<string, unknown>> {
     const result = await generateText({
       model: scriptedModel([{ tool: "schedule_create", input: { text, at } }, { text: "ok" }]),
-      tools: memoryTools({ db: testDatabase(), userId, embedder: localEmbedder, source: { kind: "test", externalId: source } }),
+      tools: turnTools({ db: testDatabase(), userId, embedder: localEmbedder, source: { kind: "test", externalId: source } }),
       stopWhen: isStepCount(2),
       prompt: `remind me: ${text}`,
     });

@@ -12,7 +12,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { extractFacts } from "../../agents/fact-extraction";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import { fenceText } from "../../agents/turn/tools/untrusted-memory";
 import type { UserAgent } from "../../agents/user-agent";
 import { recordEmail } from "../../db/repositories/mail";
@@ -59,7 +59,7 @@ describe("a fence cannot be closed from inside", () => {
     });
     const result = await generateText({
       model: scriptedModel([{ tool: "memory_recall", input: { query: "Lunch" } }, { text: "ok" }]),
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } }),
+      tools: turnTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "x" } }),
       stopWhen: isStepCount(3),
       prompt: "what was lunch about?",
     });
@@ -162,7 +162,7 @@ describe("memories another app wrote through MCP", () => {
         { tool: "memory_forget", input: { entityId: dune } },
         { text: "ok" },
       ]),
-      tools: memoryTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "y" } }),
+      tools: turnTools({ db: testDatabase(), userId: person.id, embedder: localEmbedder, source: { kind: "test", externalId: "y" } }),
       stopWhen: isStepCount(4),
       prompt: "what is on my reading list?",
     });

@@ -10,7 +10,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { isoLocal, localToInstant, resolveTimeZone } from "../../platform/local-time";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
-import { memoryTools } from "../../agents/turn/tools/memory-tools";
+import { turnTools } from "../../agents/turn/tools/index";
 import type { UserAgent } from "../../agents/user-agent";
 import { setTimezone } from "../../db/repositories/people";
 import { call, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
@@ -175,7 +175,7 @@ describe("the turn", () => {
         { tool: "schedule_create", input: { text: "Too vague", at: "tomorrow at nine" } },
         { text: "ok" },
       ]),
-      tools: memoryTools({
+      tools: turnTools({
         db: testDatabase(),
         userId: person.id,
         embedder: localEmbedder,

@@ -5,13 +5,18 @@
 // "every Monday at 9" is 09:00 on their clock in winter and in summer, and a change of the clocks
 // is read one documented way: a time the clocks skip (02:30 when they jump from 02:00 to 03:00) is that
 // long after the jump (03:30); a time that happens twice (when they go back) is the first of the two.
-import { Frequency, RRule, type Options } from "rrule";
+import * as rruleModule from "rrule";
+import type { Options } from "rrule";
 import { isoLocal, localToInstant } from "../../platform/local-time";
+
+// rrule ships an ES module (what the Worker's bundler and vitest take) and a UMD build without detectable
+// named exports (what Node's own loader takes, e.g. under tsx for npm run telegram:register): either way.
+const { Frequency, RRule } = "RRule" in rruleModule ? rruleModule : (rruleModule as unknown as { default: typeof rruleModule }).default;
 
 /** Schedules a person may have active at once. */
 export const MAX_SCHEDULES = 50;
 
-const FREQUENCIES: Record<string, Frequency> = {
+const FREQUENCIES: Record<string, Options["freq"]> = {
   HOURLY: Frequency.HOURLY,
   DAILY: Frequency.DAILY,
   WEEKLY: Frequency.WEEKLY,

@@ -10,13 +10,22 @@ import { scrubSecrets } from "../../platform/telemetry/scrub";
 describe("the scrub list", () => {
   it("holds every configuration value named like a credential, the operator token and PostHog's personal key among them", () => {
     const credentialNamed = CONFIG_KEYS.filter(
-      (key) => /(SECRET|TOKEN|KEY|DSN|PASSWORD)(_FALLBACK)?$/.test(key) && key !== "LANGFUSE_PUBLIC_KEY",
+      (key) => /(SECRET|TOKEN|KEY|DSN|PASSWORD)(_FALLBACK)?$/.test(key) && !["LANGFUSE_PUBLIC_KEY", "VAPID_PUBLIC_KEY"].includes(key),
     );
     expect([...SECRET_CONFIG_KEYS].sort()).toEqual([...credentialNamed].sort());
     expect(SECRET_CONFIG_KEYS).toEqual(
-      expect.arrayContaining(["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "SESSION_SECRET", "AI_API_KEY", "INNGEST_SIGNING_KEY_FALLBACK"]),
+      expect.arrayContaining([
+        "OPS_TOKEN",
+        "POSTHOG_PERSONAL_API_KEY",
+        "SESSION_SECRET",
+        "AI_API_KEY",
+        "INNGEST_SIGNING_KEY_FALLBACK",
+        "VAPID_PRIVATE_KEY",
+      ]),
     );
+    // Public by design: Langfuse's key goes out with every trace, VAPID's to every browser that subscribes.
     expect(SECRET_CONFIG_KEYS).not.toContain("LANGFUSE_PUBLIC_KEY");
+    expect(SECRET_CONFIG_KEYS).not.toContain("VAPID_PUBLIC_KEY");
   });
 
   it("replaces each of them wherever it sits in what a sink would store", () => {

@@ -47,9 +47,12 @@ const EXTRAS = [
   "PUBSUB_PUSH_AUDIENCE",
   "PUBSUB_PUSH_SERVICE_ACCOUNT",
   "INNGEST_SIGNING_KEY_FALLBACK",
+  "VAPID_PUBLIC_KEY",
+  "VAPID_PRIVATE_KEY",
+  "VAPID_SUBJECT",
 ];
 /** The extras that are not about the Pub/Sub push's OIDC token or a rotation (no warning, no rotation line). */
-const PLAIN_EXTRAS = EXTRAS.slice(0, 4);
+const PLAIN_EXTRAS = [...EXTRAS.slice(0, 4), ...EXTRAS.slice(7)];
 const OIDC = ["PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT"];
 const OIDC_WARNING =
   /^warning: recommended for production and not set: PUBSUB_PUSH_AUDIENCE \([^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \([^()]+\)$/;
@@ -87,6 +90,9 @@ describe("the names in .env.example", () => {
       ["PUBSUB_PUSH_AUDIENCE", "recommended"],
       ["PUBSUB_PUSH_SERVICE_ACCOUNT", "recommended"],
       ["INNGEST_SIGNING_KEY_FALLBACK", "rotation"],
+      ["VAPID_PUBLIC_KEY", "optional"],
+      ["VAPID_PRIVATE_KEY", "optional"],
+      ["VAPID_SUBJECT", "optional"],
     ]);
     for (const extra of extraValues()) expect(extra.note).toMatch(/\w/);
   });
@@ -125,7 +131,7 @@ describe("npm run secrets:check", () => {
     expect(none.extras).toEqual({ set: [], unset: EXTRAS });
     expect(none.lines).toHaveLength(3);
     expect(none.lines[1]).toMatch(
-      /^setup and operator values, not among the 23: 0\/7 set; not set: DATABASE_WORKER_PASSWORD \(setup: [^()]+\), OPS_TOKEN \(optional: [^()]+\), POSTHOG_PERSONAL_API_KEY \(optional: [^()]+\), POSTHOG_PROJECT_ID \(optional: [^()]+\), PUBSUB_PUSH_AUDIENCE \(recommended: [^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \(recommended: [^()]+\), INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]+\)$/,
+      /^setup and operator values, not among the 23: 0\/10 set; not set: DATABASE_WORKER_PASSWORD \(setup: [^()]+\), OPS_TOKEN \(optional: [^()]+\), POSTHOG_PERSONAL_API_KEY \(optional: [^()]+\), POSTHOG_PROJECT_ID \(optional: [^()]+\), PUBSUB_PUSH_AUDIENCE \(recommended: [^()]+\), PUBSUB_PUSH_SERVICE_ACCOUNT \(recommended: [^()]+\), INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]+\), VAPID_PUBLIC_KEY \(optional: [^()]+\), VAPID_PRIVATE_KEY \(optional: [^()]+\), VAPID_SUBJECT \(optional: [^()]+\)$/,
     );
     expect(none.lines[2]).toMatch(OIDC_WARNING);
 
@@ -136,14 +142,22 @@ describe("npm run secrets:check", () => {
       missing: [],
       extras: {
         set: ["DATABASE_WORKER_PASSWORD", ...OIDC],
-        unset: ["OPS_TOKEN", "POSTHOG_PERSONAL_API_KEY", "POSTHOG_PROJECT_ID", "INNGEST_SIGNING_KEY_FALLBACK"],
+        unset: [
+          "OPS_TOKEN",
+          "POSTHOG_PERSONAL_API_KEY",
+          "POSTHOG_PROJECT_ID",
+          "INNGEST_SIGNING_KEY_FALLBACK",
+          "VAPID_PUBLIC_KEY",
+          "VAPID_PRIVATE_KEY",
+          "VAPID_SUBJECT",
+        ],
       },
     });
     expect(some.lines).toHaveLength(2);
-    expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 3\/7 set; not set: OPS_TOKEN \(optional: /);
+    expect(some.lines[1]).toMatch(/^setup and operator values, not among the 23: 3\/10 set; not set: OPS_TOKEN \(optional: /);
 
     const every = check([...SPEC_23, ...EXTRAS]);
-    expect(every.lines.slice(0, 2)).toEqual(["filled 23/23", "setup and operator values, not among the 23: 7/7 set"]);
+    expect(every.lines.slice(0, 2)).toEqual(["filled 23/23", "setup and operator values, not among the 23: 10/10 set"]);
     expect(every.lines[2]).toMatch(ROTATION_LINE);
     expect(every.lines).toHaveLength(3);
 
@@ -152,7 +166,7 @@ describe("npm run secrets:check", () => {
     expect(short.lines).toEqual([
       "filled 22/23",
       "missing: APP_BASE_URL",
-      "setup and operator values, not among the 23: 6/7 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
+      "setup and operator values, not among the 23: 9/10 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
     ]);
   });
 
@@ -163,7 +177,7 @@ describe("npm run secrets:check", () => {
     const without = check([...SPEC_23, ...OIDC]);
     expect(without).toMatchObject({ filled: 23, total: 23, missing: [] });
     expect(without.lines[1]).toContain("not set: DATABASE_WORKER_PASSWORD (setup: ");
-    expect(without.lines[1]).toMatch(/INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]*rotation[^()]*\)$/);
+    expect(without.lines[1]).toMatch(/INNGEST_SIGNING_KEY_FALLBACK \(rotation only: [^()]*rotation[^()]*\)(, |$)/);
     expect(without.lines).toHaveLength(2);
     // Set (a rotation under way): still 23/23, and a reminder to remove it once the new key is promoted.
     const during = check([...SPEC_23, ...OIDC, "INNGEST_SIGNING_KEY_FALLBACK"]);
@@ -191,7 +205,7 @@ describe("npm run secrets:check", () => {
     const everything = run([...SPEC_23, ...PLAIN_EXTRAS, ...OIDC]);
     expect([everything.status, everything.stdout.trim()]).toEqual([
       0,
-      "filled 23/23\nsetup and operator values, not among the 23: 6/7 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
+      "filled 23/23\nsetup and operator values, not among the 23: 9/10 set; not set: INNGEST_SIGNING_KEY_FALLBACK (rotation only: the previous INNGEST_SIGNING_KEY, accepted besides it only while a signing key rotation is under way)",
     ]);
 
     const short = run([...SPEC_23.slice(1), ...EXTRAS]);
@@ -216,9 +230,15 @@ describe("npm run secrets:push", () => {
       );
       // Not DATABASE_URL and DATABASE_WORKER_PASSWORD (db:setup and Hyperdrive), not CLOUDFLARE_* (deploys).
       expect(pushed).toEqual([...SPEC_23, ...EXTRAS].filter((n) => CONFIG_KEYS.includes(n)));
-      expect(pushed).toHaveLength(26);
+      expect(pushed).toHaveLength(29);
       expect(pushed).toEqual(
-        expect.arrayContaining(["OPS_TOKEN", "PUBSUB_PUSH_AUDIENCE", "PUBSUB_PUSH_SERVICE_ACCOUNT", "INNGEST_SIGNING_KEY_FALLBACK"]),
+        expect.arrayContaining([
+          "OPS_TOKEN",
+          "PUBSUB_PUSH_AUDIENCE",
+          "PUBSUB_PUSH_SERVICE_ACCOUNT",
+          "INNGEST_SIGNING_KEY_FALLBACK",
+          "VAPID_PRIVATE_KEY",
+        ]),
       );
       for (const name of ["DATABASE_URL", "DATABASE_WORKER_PASSWORD", "CLOUDFLARE_ACCOUNT_ID", "CLOUDFLARE_API_TOKEN"])
         expect(pushed).not.toContain(name);

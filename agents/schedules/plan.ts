@@ -32,8 +32,9 @@ export async function planNextOccurrence(
     idempotencyKey: `schedule:${scheduleId}:${next.toISOString()}`,
     scheduleId,
   });
-  // The same time planned again after a pause is the occurrence the pause cancelled: it waits again.
-  await reviveReminder(tx, eventId);
+  // The same time planned again after a pause or an edit is the occurrence they cancelled: it waits
+  // again, with the schedule's words as they are now.
+  await reviveReminder(tx, eventId, schedule.text);
   await updateSchedule(tx, scheduleId, { next });
   return { eventId, at: next.toISOString() };
 }

@@ -11,7 +11,9 @@ import { isoLocal, localToInstant } from "../../platform/local-time";
 
 // rrule ships an ES module (what the Worker's bundler and vitest take) and a UMD build without detectable
 // named exports (what Node's own loader takes, e.g. under tsx for npm run telegram:register): either way.
-const { Frequency, RRule } = "RRule" in rruleModule ? rruleModule : (rruleModule as unknown as { default: typeof rruleModule }).default;
+// (Reflect.get: the bundler, seeing the ES module, would warn about a `.default` it does not export.)
+const rrule: typeof rruleModule = "RRule" in rruleModule ? rruleModule : (Reflect.get(rruleModule, "default") as typeof rruleModule);
+const { Frequency, RRule } = rrule;
 
 /** Schedules a person may have active at once. */
 export const MAX_SCHEDULES = 50;

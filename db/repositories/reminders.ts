@@ -8,7 +8,7 @@
 // schedule_create keeps at most a cap of reminders still to come (createReminderWithinCap), counted
 // under a per-person lock in the insert's transaction.
 // Every function takes a Database.withUser transaction: row-level security keeps it to one person.
-import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { events, sources } from "../schema";
 
@@ -255,10 +255,13 @@ export async function releaseReminderChannel(tx: Tx, eventId: string, channel: R
   await tx.execute(sql`update events set payload = payload - ${`sent_${channel}`}::text where id = ${eventId} and kind = 'reminder'`);
 }
 
-/** Brings back a cancelled reminder (a repeating one's occurrence, cancelled by a pause, planned again on resume). */
-export async function reviveReminder(tx: Tx, eventId: string): Promise<void> {
+/**
+ * A repeating one's occurrence planned again (on resume, or after an edit): waiting again if a pause
+ * or the edit cancelled it, with the schedule's words as they are now.
+ */
+export async function reviveReminder(tx: Tx, eventId: string, text: string): Promise<void> {
   await tx
     .update(events)
-    .set({ status: "scheduled" })
-    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "cancelled")));
+    .set({ status: "scheduled", payload: sql`${events.payload} || ${JSON.stringify({ text })}::jsonb` })
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), inArray(events.status, ["cancelled", "scheduled"])));
 }

@@ -292,17 +292,28 @@ function remind(
   const { what, when } = request;
   if (!when) return [text(`When should I remind you${what ? ` to ${what}` : ""}? Say it like "remind me to call Ana tomorrow at 9".`)];
   if (!what) return [text(`What should I remind you of ${when.words}? Say it like "remind me to call Ana tomorrow at 9".`)];
-  if (step === 0) return call("schedule_create", { text: what, at: when.at });
-  const result = output as { eventId?: string; warning?: string; error?: string } | undefined;
+  if (step === 0) return call("schedule_create", { text: what, at: when.at, ...(request.repeat ? { repeat: request.repeat.rule } : {}) });
+  const result = output as { eventId?: string; warning?: string; error?: string; repeats?: string; next?: string } | undefined;
   if (!result?.eventId) return [text(`I couldn't set that reminder${result?.error ? `: ${result.error}` : ""}.`)];
+  const undelivered = result.warning ? " It's saved, but reminders can't be delivered right now." : "";
+  if (request.repeat && result.repeats && result.next) {
+    const next = localDay(result.next);
+    return [text(`Repeating reminder set: ${what}, ${result.repeats} (next: ${next}, ${zone}).${undelivered}`)];
+  }
   const detail = when.words.startsWith("in ")
     ? `at ${when.instant.toLocaleTimeString("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit" })} ${zone}`
     : `${when.instant.toLocaleDateString("en-GB", { timeZone: zone, weekday: "long", day: "numeric", month: "long" })}, ${zone}`;
-  return [
-    text(
-      `Reminder set: ${what}, ${when.words} (${detail}).${result.warning ? " It's saved, but reminders can't be delivered right now." : ""}`,
-    ),
-  ];
+  return [text(`Reminder set: ${what}, ${when.words} (${detail}).${undelivered}`)];
+}
+
+/** "2026-11-30T09:00" (a local date and time) as "Monday 30 November". */
+function localDay(local: string): string {
+  return new Date(`${local.slice(0, 10)}T12:00:00Z`).toLocaleDateString("en-GB", {
+    timeZone: "UTC",
+    weekday: "long",
+    day: "numeric",
+    month: "long",
+  });
 }
 
 /** Two things the offline model understands, said in every answer that explains it. */

@@ -4,6 +4,7 @@
 //   today · tonight · tomorrow · on Friday · next Monday  (a day; a weekday is the coming one, never today)
 //   at 9 · at 9:30 · at 18:30 · at 6pm · at noon · 7am    (a time; at 1–7 without am/pm is the afternoon)
 //   morning 09:00 · afternoon 15:00 · evening 19:00 · tonight 20:00
+//   every Monday · every other Friday · every weekday · every weekend · every day · the 1st of every month
 // A day without a time is at 09:00; a time without a day is the next time the clock shows it.
 import { isoLocal, localToInstant } from "../../../platform/local-time";
 
@@ -18,7 +19,19 @@ interface ReminderWhen {
 export interface ReminderRequest {
   what: string;
   when: ReminderWhen | null;
+  /** A repeating one: schedule_create's `repeat` (an RRULE) and how it is said back ("every Monday"). */
+  repeat?: { rule: string; words: string };
 }
+
+const BYDAY: Record<string, string> = {
+  sunday: "SU",
+  monday: "MO",
+  tuesday: "TU",
+  wednesday: "WE",
+  thursday: "TH",
+  friday: "FR",
+  saturday: "SA",
+};
 
 const WEEKDAYS = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"];
 const AMOUNTS: Record<string, number> = {
@@ -47,9 +60,10 @@ export function parseReminder(text: string, now: Date, zone: string): ReminderRe
     if (found) rest = rest.replace(found[0], " ");
     return found;
   };
-  const relative = take(
-    /\s(?:in|within)\s+(\d{1,4}|an?|one|two|three|four|five|ten|fifteen|twenty|thirty)\s+(min|minute|hour|hr|day|week)s?\b/i,
-  );
+  const repeat = repeatOf(take);
+  const relative = repeat
+    ? null
+    : take(/\s(?:in|within)\s+(\d{1,4}|an?|one|two|three|four|five|ten|fifteen|twenty|thirty)\s+(min|minute|hour|hr|day|week)s?\b/i);
   const day = take(/\s(today|tonight|tomorrow|(?:(on|next|this)\s+)?(sunday|monday|tuesday|wednesday|thursday|friday|saturday))\b/i);
   const part = take(/\s(?:in the\s+|this\s+|at\s+)?(morning|afternoon|evening|night)\b/i);
   const clock =
@@ -70,7 +84,7 @@ export function parseReminder(text: string, now: Date, zone: string): ReminderRe
     const name = unit === "min" ? "minute" : unit === "hr" ? "hour" : unit;
     return { what, when: { at: instant.toISOString(), instant, words: `in ${amount} ${name}${amount === 1 ? "" : "s"}` } };
   }
-  if (!day && !part && !clock) return { what, when: null };
+  if (!day && !part && !clock && !repeat) return { what, when: null };
 
   const localNow = isoLocal(now, zone);
   const today = localNow.slice(0, 10);
@@ -93,7 +107,34 @@ export function parseReminder(text: string, now: Date, zone: string): ReminderRe
   // A time alone is the next time the clock shows it: today if it is still to come, else tomorrow.
   if (!day && `${date}T${time}` <= localNow) date = addDays(date, 1);
   const at = `${date}T${time}`;
+  // A repeating one starts today at that time: schedule_create takes its first occurrence from the rule.
+  if (repeat) {
+    const start = `${today}T${time}`;
+    return { what, when: { at: start, instant: localToInstant(start, zone), words: `${repeat.words} at ${time}` }, repeat };
+  }
   return { what, when: { at, instant: localToInstant(at, zone), words: `${words ? `${words} ` : ""}at ${time}` } };
+}
+
+/** "every Monday", "every other Friday", "every weekday", "every day", "on the 1st of every month", … */
+function repeatOf(take: (pattern: RegExp) => RegExpExecArray | null): { rule: string; words: string } | null {
+  const weekday = take(/\s(?:every|each)\s+(other\s+)?(sunday|monday|tuesday|wednesday|thursday|friday|saturday)s?\b/i);
+  if (weekday) {
+    const name = cap(weekday[2]!);
+    return weekday[1]
+      ? { rule: `FREQ=WEEKLY;INTERVAL=2;BYDAY=${BYDAY[weekday[2]!.toLowerCase()]}`, words: `every other ${name}` }
+      : { rule: `FREQ=WEEKLY;BYDAY=${BYDAY[weekday[2]!.toLowerCase()]}`, words: `every ${name}` };
+  }
+  if (take(/\s(?:every|each)\s+(?:weekday|working day|workday)s?\b/i))
+    return { rule: "FREQ=WEEKLY;BYDAY=MO,TU,WE,TH,FR", words: "every weekday" };
+  if (take(/\s(?:every|each)\s+weekend\b/i)) return { rule: "FREQ=WEEKLY;BYDAY=SA,SU", words: "every weekend" };
+  const monthly =
+    take(/\s(?:on\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)?\s+of\s+(?:every|each)\s+month\b/i) ??
+    take(/\s(?:every|each)\s+month\s+on\s+the\s+(\d{1,2})(?:st|nd|rd|th)?\b/i);
+  if (monthly && Number(monthly[1]) >= 1 && Number(monthly[1]) <= 31) {
+    return { rule: `FREQ=MONTHLY;BYMONTHDAY=${Number(monthly[1])}`, words: `on day ${Number(monthly[1])} of every month` };
+  }
+  if (take(/\s(?:(?:every|each)\s+day|daily)\b/i)) return { rule: "FREQ=DAILY", words: "every day" };
+  return null;
 }
 
 /** The hour and minute a clock expression names (09:00 when none does). */

@@ -60,6 +60,8 @@ export const authUsers = auth.table("users", {
   telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
   telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
   timezone: text("timezone").notNull().default("UTC"),
+  /** Where each kind of message Soma sends on its own goes (agents/integrations/channels.ts). */
+  notify: jsonb("notify").$type<Record<string, string>>().notNull().default({}),
   createdAt: createdAt(),
 });
 
@@ -122,6 +124,7 @@ export const users = pgTable("users", {
   timezone: text("timezone").notNull().default("UTC"),
   telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
   telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
+  notify: jsonb("notify").$type<Record<string, string>>().notNull().default({}),
   createdAt: createdAt(),
   updatedAt: updatedAt(),
 });

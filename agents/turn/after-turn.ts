@@ -8,6 +8,8 @@ import type { Config } from "../../platform/config";
 import type { Channel } from "../../platform/channel";
 import { describeError, logJson } from "../../platform/log";
 import { extractAndRecord, type FactRecordingDeps } from "../fact-recording";
+import { contactOf } from "../../db/repositories/digest";
+import { channelsFor } from "../integrations/channels";
 import { pushToPerson } from "../integrations/push-delivery";
 import { canSendEvents, emitEvents } from "../workflows/client";
 import { turnCompleted } from "../workflows/events";
@@ -97,6 +99,9 @@ export async function replyReady(turn: Turn, reply: string): Promise<void> {
     .trim();
   const body = words.length > REPLY_PREVIEW_CHARS ? `${words.slice(0, REPLY_PREVIEW_CHARS - 1)}…` : words;
   try {
+    // Unless the person turned these off (agents/integrations/channels.ts).
+    const contact = await turn.db.withUser(turn.userId, contactOf);
+    if (!channelsFor("reply", contact?.notify, { telegram: false, push: true }).push) return;
     await pushToPerson(
       turn,
       turn.userId,

@@ -8,9 +8,11 @@ import { entities, events, facts, sources, users } from "../schema";
 import { claimSource } from "./memory";
 
 /** Where and how to reach the person (their own users row, visible to them under RLS). */
-export async function contactOf(tx: Tx): Promise<{ chatId: number | null; timezone: string; displayName: string } | null> {
+export async function contactOf(
+  tx: Tx,
+): Promise<{ chatId: number | null; timezone: string; displayName: string; notify: Record<string, string> } | null> {
   const [row] = await tx
-    .select({ chatId: users.telegramChatId, timezone: users.timezone, displayName: users.displayName })
+    .select({ chatId: users.telegramChatId, timezone: users.timezone, displayName: users.displayName, notify: users.notify })
     .from(users)
     .limit(1);
   return row ?? null;
@@ -120,7 +122,7 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
 // ---- system role (Database.withSystem): whom to fan out to ----
 
 /**
- * People reachable in Telegram whose local hour is `hour` at `now` (and, with `weekday`, whose local
+ * People Soma can reach (a Telegram chat, or a device with notifications on) whose local hour is `hour` at `now` (and, with `weekday`, whose local
  * ISO weekday is that: 7 = Sunday), with their local date. A timezone Postgres does not know
  * (users.timezone is free text) leaves that person out: the materialized CTE filters first, because
  * `at time zone` raises on an unknown zone and the planner may otherwise evaluate it before the
@@ -137,7 +139,9 @@ export async function peopleAtLocalHour(
     sql`
     with reachable as materialized (
       select u.id, u.timezone from users u
-      where u.telegram_chat_id is not null and u.timezone in (select name from pg_timezone_names)
+      where (u.telegram_chat_id is not null
+             or exists (select 1 from oauth_connections c where c.user_id = u.id and c.provider like 'webpush:%'))
+        and u.timezone in (select name from pg_timezone_names)
     ),
     local as (
       select id, ${now.toISOString()}::timestamptz at time zone timezone as local_time from reachable

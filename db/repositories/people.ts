@@ -46,3 +46,16 @@ export async function profileOf(tx: Tx): Promise<{ displayName: string; timezone
 export async function personZone(tx: Tx): Promise<string> {
   return zoneOrUtc((await profileOf(tx))?.timezone);
 }
+
+/** Merges `choices` into where the person's messages go (auth.users.notify, mirrored into users). */
+export async function setNotify(db: Database, userId: string, choices: Record<string, string>): Promise<Record<string, string>> {
+  const [row] = await db.withAuth((tx) =>
+    tx
+      .update(authUsers)
+      .set({ notify: sql`${authUsers.notify} || ${JSON.stringify(choices)}::jsonb` })
+      .where(eq(authUsers.id, userId))
+      .returning({ notify: authUsers.notify }),
+  );
+  return row?.notify ?? {};
+}
+

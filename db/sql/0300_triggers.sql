@@ -38,13 +38,14 @@ create or replace function auth.mirror_user() returns trigger
 declare previous text := current_setting('app.user_id', true);
 begin
   perform set_config('app.user_id', new.id::text, true);
-  insert into public.users (id, display_name, timezone, telegram_user_id, telegram_chat_id, created_at)
-  values (new.id, new.display_name, new.timezone, new.telegram_user_id, new.telegram_chat_id, new.created_at)
+  insert into public.users (id, display_name, timezone, telegram_user_id, telegram_chat_id, notify, created_at)
+  values (new.id, new.display_name, new.timezone, new.telegram_user_id, new.telegram_chat_id, new.notify, new.created_at)
   on conflict (id) do update set
     display_name = excluded.display_name,
     timezone = excluded.timezone,
     telegram_user_id = excluded.telegram_user_id,
-    telegram_chat_id = excluded.telegram_chat_id;
+    telegram_chat_id = excluded.telegram_chat_id,
+    notify = excluded.notify;
   perform set_config('app.user_id', coalesce(previous, ''), true);
   return new;
 end $$;

@@ -106,6 +106,7 @@ export const api = {
   forget: (id: string) => read(memoryRoute.$delete(param(id))),
   restore: (id: string) => read(memoryRoute.restore.$post(param(id))),
   setTimezone: (timezone: string) => read(client.api.me.timezone.$put({}, body(JSON.stringify({ timezone })))),
+  setNotify: (choices: Partial<Me["notify"]>) => read(client.api.me.notify.$put({}, body(JSON.stringify(choices)))).then((r) => r.notify),
   facts: () => read(client.api.facts.$get()),
   correctFact: (id: string, change: FactCorrection) => read(client.api.facts[":id"].$patch(param(id), body(JSON.stringify(change)))),
   deleteFact: (id: string) => read(client.api.facts[":id"].$delete(param(id))),

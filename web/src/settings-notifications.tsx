@@ -5,7 +5,7 @@
 // lists instead of the endpoint), a way to remove it, and a test notification. On an iPhone or iPad,
 // push needs Soma added to the home screen first (iOS 16.4+), and this section says so there.
 import { useEffect, useState } from "react";
-import { api, type PushDevice, type PushState } from "./api";
+import { api, type Me, type PushDevice, type PushState } from "./api";
 import { formatWhen } from "./format";
 import { ErrorNote } from "./forms";
 
@@ -60,7 +60,8 @@ function fromBase64Url(value: string): Uint8Array<ArrayBuffer> {
   return Uint8Array.from(text, (c) => c.charCodeAt(0));
 }
 
-export function NotificationSettings({ timeZone }: { timeZone: string }) {
+export function NotificationSettings({ me }: { me: Me }) {
+  const timeZone = me.timezone;
   const [state, setState] = useState<Loaded>({ step: "loading" });
   const [busy, setBusy] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -153,7 +154,63 @@ export function NotificationSettings({ timeZone }: { timeZone: string }) {
         </p>
       )}
       <ErrorNote message={error} />
+      {state.step === "ready" && state.push.devices.length === 0 && !me.telegram.linked && (
+        <p className="notice">
+          Soma cannot reach you outside this page yet: link Telegram or turn on notifications. Until then, reminders that come due are
+          listed as missed on the Reminders page.
+        </p>
+      )}
+      <WhereThingsGo me={me} />
     </>
+  );
+}
+
+const KINDS = [
+  { kind: "reminder", label: "Reminders" },
+  { kind: "brief", label: "Morning brief" },
+  { kind: "review", label: "Weekly review" },
+] as const;
+
+/** Where each kind of message Soma sends on its own goes; every channel the person has by default. */
+function WhereThingsGo({ me }: { me: Me }) {
+  const [choices, setChoices] = useState(me.notify);
+  const [saving, setSaving] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const save = async (change: Partial<Me["notify"]>) => {
+    const key = Object.keys(change)[0] ?? "";
+    setSaving(key);
+    setError(null);
+    try {
+      setChoices(await api.setNotify(change));
+    } catch (e) {
+      setError(`Saving failed: ${(e as Error).message}`);
+    } finally {
+      setSaving(null);
+    }
+  };
+  return (
+    <fieldset className="where-things-go">
+      <legend>Where things go</legend>
+      {KINDS.map(({ kind, label }) => (
+        <label key={kind} className="field-row">
+          <span>{label}</span>
+          <select value={choices[kind]} disabled={saving === kind} onChange={(e) => void save({ [kind]: e.target.value as "all" })}>
+            <option value="all">Telegram and notifications</option>
+            <option value="telegram">Telegram only</option>
+            <option value="push">Notifications only</option>
+          </select>
+        </label>
+      ))}
+      <label className="field-row">
+        <span>Replies that finish while you're away</span>
+        <select value={choices.reply} disabled={saving === "reply"} onChange={(e) => void save({ reply: e.target.value as "all" | "off" })}>
+          <option value="all">Notify me</option>
+          <option value="off">Don't notify me</option>
+        </select>
+      </label>
+      <p className="muted">A choice that reaches none of your channels falls back to every one you have: a reminder is never lost to a setting.</p>
+      <ErrorNote message={error} />
+    </fieldset>
   );
 }
 

@@ -154,7 +154,7 @@ export function SettingsPage({ me }: { me: Me }) {
     <section className="settings" aria-label="Settings">
       <TimezoneSetting me={me} />
       <LinkedAccounts me={me} />
-      <NotificationSettings timeZone={me.timezone} />
+      <NotificationSettings me={me} />
       <ConnectedApps timeZone={me.timezone} />
       <DataSettings />
       <h2>Session</h2>

@@ -2,6 +2,8 @@
 //   GET    /api/me       who is signed in, their timezone, which doors are linked, and what to say first
 //   PUT    /api/me/timezone  {timezone}: an IANA zone (or a city platform/local-time.ts knows) → 200
 //                        {timezone}; 400 for one it does not know
+//   PUT    /api/me/notify    {reminder?, brief?, review?: "all" | "telegram" | "push", reply?: "all" | "off"}:
+//                        where each kind of message Soma sends on its own goes → 200 {notify}; 400 otherwise
 //   DELETE /api/account  deletes everything, in this order: the grants of the apps connected through MCP
 //                        (worker/mcp/apps.ts: their tokens stop at once); the Postgres rows (by cascade) with a
 //                        tombstone for each of the person's sign-in identities, so that no door can
@@ -19,8 +21,10 @@ import { Hono } from "hono";
 import { z } from "zod";
 import { deletePerson } from "../../db/repositories/auth";
 import { connectedAccount } from "../../db/repositories/connections";
-import { accountLinks, setTimezone, telegramUserIdOf } from "../../db/repositories/people";
+import { accountLinks, setNotify, setTimezone, telegramUserIdOf } from "../../db/repositories/people";
 import { resolveTimeZone } from "../../platform/local-time";
+import { NotifyPreferences, notifyChoices } from "../../agents/integrations/channels";
+import { contactOf } from "../../db/repositories/digest";
 import { forgetSender } from "../telegram/updates";
 import { FIRST_MESSAGES } from "../../agents/commands/index";
 import { deadLetters } from "../../agents/dead-letters";
@@ -57,7 +61,14 @@ export const account = new Hono<AppEnv>()
       environment: c.var.config.ENVIRONMENT,
       /** What the empty chat offers to tap: what works with the model in use. */
       examples: FIRST_MESSAGES,
+      /** Where each kind of message Soma sends on its own goes (agents/integrations/channels.ts). */
+      notify: notifyChoices(await c.var.db.withUser(person.id, async (tx) => (await contactOf(tx))?.notify)),
     });
+  })
+  .put("/me/notify", requireSession("reject"), requireSameOrigin, limitBody(1024), async (c) => {
+    const choices = await readJson(c, NotifyPreferences);
+    const stored = await setNotify(c.var.db, c.var.person.id, choices);
+    return c.json({ notify: notifyChoices(stored) });
   })
   .put("/me/timezone", requireSession("reject"), requireSameOrigin, limitBody(1024), async (c) => {
     const { timezone: asked } = await readJson(c, TimezoneBody);

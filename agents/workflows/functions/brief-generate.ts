@@ -1,14 +1,19 @@
 // brief-generate: the day's brief for one person — what is coming up in the next 24 hours, what they
-// talked about yesterday, how much mail arrived — sent in Telegram. Nothing to say → nothing sent.
+// talked about yesterday, how much mail arrived — sent on the channels the person chose for it
+// (Telegram, a push to their devices, or both: agents/integrations/notices.ts). Nothing to say → nothing sent.
 // Delivered once per person and date (a claimed `sources` row), however often it is requested.
 // The brief's words stay in Postgres: "compose" writes them into the claim, "send" reads them back under
 // the person's own transaction, and what Inngest keeps of either step is whether it happened. A person
 // deleted in between has no claim left, and nothing is sent.
 import { briefContents, claimDelivery, claimedDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
 import { formatLocalTime } from "../../../platform/local-time";
+import { deliverNotice, reachable } from "../../integrations/notices";
 import type { InngestClient } from "../client";
-import { telegramOf, type WorkflowDeps } from "../deps";
+import type { WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
+
+/** A brief is stale by the evening: a push service drops it for a device offline longer. */
+const BRIEF_TTL_SECONDS = 12 * 3600;
 
 export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
@@ -21,25 +26,30 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
     },
     async ({ event, step }) => {
       const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
-      const composed = await step.run("compose", () =>
-        deps.db.withUser(request.userId, async (tx) => {
+      const composed = await step.run("compose", async () => {
+        // Nobody to send it to (no Telegram chat, no device with notifications on): nothing is composed.
+        const can = await reachable(deps, request.userId);
+        if (!can.telegram && !can.push) return null;
+        return deps.db.withUser(request.userId, async (tx) => {
           const contact = await contactOf(tx);
-          if (!contact?.chatId) return null;
+          if (!contact) return null;
           const text = composeBrief(await briefContents(tx, deps.now()), contact);
           if (!text) return null;
           // Claimed in the same transaction as it is composed: a second request for this date finds it taken.
           return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { claimed: true } : null;
-        }),
-      );
+        });
+      });
       if (!composed) return { sent: false };
       const sent = await step.run("send", async () => {
-        const brief = await deps.db.withUser(request.userId, async (tx) => ({
-          chatId: (await contactOf(tx))?.chatId ?? null,
-          text: await claimedDelivery(tx, "brief", request.date),
-        }));
-        if (brief.chatId === null || brief.text === null) return false;
-        await telegramOf(deps).sendText(brief.chatId, brief.text);
-        return true;
+        const text = await deps.db.withUser(request.userId, (tx) => claimedDelivery(tx, "brief", request.date));
+        if (text === null) return false;
+        const took = await deliverNotice(deps, request.userId, "brief", {
+          text,
+          title: "Your morning brief",
+          url: "/app/reminders",
+          options: { ttlSeconds: BRIEF_TTL_SECONDS, urgency: "normal", topic: "brief" },
+        });
+        return took.telegram || took.push;
       });
       return { sent };
     },

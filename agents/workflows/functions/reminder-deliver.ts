@@ -1,6 +1,6 @@
 // reminder-deliver: a reminder the person asked for (schedule_create) waits until its time, then goes
-// out on every channel they have: Telegram, and a push to each device they turned notifications on in
-// (Web Push). The events row decides, at the time it is due: it is claimed scheduled → delivering
+// out on the channels they chose for reminders, of those they have (every one by default): Telegram,
+// and a push to each device they turned notifications on in (Web Push). The events row decides, at the time it is due: it is claimed scheduled → delivering
 // before the sends, in one conditional UPDATE, so a second event for the same reminder, or one the
 // person cancelled (scheduled → cancelled, the same kind of UPDATE), sends nothing. A cancel that
 // comes after the claim finds the reminder 'delivering' and is told it is too late.
@@ -26,6 +26,7 @@ import {
   type ReminderChannel,
 } from "../../../db/repositories/reminders";
 import { zoneOrUtc } from "../../../platform/local-time";
+import { channelsFor } from "../../integrations/channels";
 import { pushToPerson } from "../../integrations/push-delivery";
 import { planNextOccurrence } from "../../schedules/plan";
 import { pushConfigured, pushTopic } from "../../integrations/web-push";
@@ -47,8 +48,10 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
         deps.db.withUser(userId, async (tx) => {
           const claimed = await claimReminder(tx, eventId);
           if (!claimed) return { skipped: await reminderStatus(tx, eventId) };
-          const push = pushConfigured(deps.config) && (await hasPushDevice(tx));
-          const telegram = Boolean((await contactOf(tx))?.chatId);
+          const contact = await contactOf(tx);
+          const available = { telegram: Boolean(contact?.chatId), push: pushConfigured(deps.config) && (await hasPushDevice(tx)) };
+          // The channels the person chose for reminders, of those they have (agents/integrations/channels.ts).
+          const { telegram, push } = channelsFor("reminder", contact?.notify, available);
           return { claimed: true, telegram, push, ...(claimed.scheduleId ? { scheduleId: claimed.scheduleId } : {}) };
         }),
       );

@@ -1,16 +1,19 @@
 // weekly-review: on Sunday evening where each person is (18:xx local), a summary of what they added to
-// their memory that week, sent in Telegram. The cron runs hourly through every UTC hour in which it is
+// their memory that week, sent on the channels they chose for it (Telegram, push, or both). The cron runs hourly through every UTC hour in which it is
 // Sunday 18:xx somewhere (UTC+14 to UTC−12: Sunday and Monday in UTC) and reviews the people whose
 // clock shows it. Empty weeks send nothing; each person gets one review per ISO week of their local
 // date (a claimed sources row), so a retried or overlapping run sends nothing twice.
 // Each review is composed and sent inside its step: what Inngest keeps is counts, never its words. One
 // person whose review fails (a blocked bot, their own data) is logged and counted, and the others go on
 // (deps.ts, forOnePerson); only an outage fails the step, for Inngest to retry.
-import { claimDelivery, contactOf, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
+import { claimDelivery, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
+import { deliverNotice, reachable } from "../../integrations/notices";
 import type { InngestClient } from "../client";
-import { chunks, forOnePerson, telegramOf, type WorkflowDeps } from "../deps";
+import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
 
 const WEEK_MS = 7 * 86_400_000;
+/** A review is stale after a day: a push service drops it for a device offline longer. */
+const REVIEW_TTL_SECONDS = 86_400;
 /** Sunday (ISO weekday 7), 18:xx on the person's clock. */
 const REVIEW_WEEKDAY = 7;
 const REVIEW_HOUR = 18;
@@ -49,16 +52,21 @@ async function reviewOne(deps: WorkflowDeps, userId: string, localDate: string):
   const now = deps.now();
   // The week of the person's own Sunday (noon UTC of that date lies in it whatever the zone).
   const week = isoWeek(new Date(`${localDate}T12:00:00Z`));
+  const can = await reachable(deps, userId);
+  if (!can.telegram && !can.push) return false;
   const review = await deps.db.withUser(userId, async (tx) => {
-    const contact = await contactOf(tx);
-    if (!contact?.chatId) return null;
     const text = composeReview(await weekContents(tx, new Date(now.getTime() - WEEK_MS)));
     if (!text) return null;
-    return (await claimDelivery(tx, userId, "weekly-review", week, text)) ? { chatId: contact.chatId, text } : null;
+    return (await claimDelivery(tx, userId, "weekly-review", week, text)) ? { text } : null;
   });
   if (!review) return false;
-  await telegramOf(deps).sendText(review.chatId, review.text);
-  return true;
+  const took = await deliverNotice(deps, userId, "review", {
+    text: review.text,
+    title: "Your week in memory",
+    url: "/app/memories",
+    options: { ttlSeconds: REVIEW_TTL_SECONDS, urgency: "low", topic: "review" },
+  });
+  return took.telegram || took.push;
 }
 
 /** The review's text, or null for a week with nothing new. */

@@ -13,6 +13,7 @@ import { listPushDevices, savePushSubscription } from "../../../db/repositories/
 import { createReminder } from "../../../db/repositories/reminders";
 import { TokenCipher } from "../../../db/token-cipher";
 import { generateVapidKeys } from "../../../ops/push-keys";
+import { setNotify } from "../../../db/repositories/people";
 import { loadConfig } from "../../../platform/config";
 import { startPushService, type PushService } from "../push-service";
 import { newPerson, runOnce, sentTexts, TOKEN_KEY, testDb, testSettings, testWorkflows } from "./harness";
@@ -122,5 +123,34 @@ describe("reminders by Web Push", () => {
     expect(run.result).toEqual({ delivered: false, reason: "no channel took it" });
     expect(await testDb().withUser(person.id, listPushDevices)).toEqual([]);
     expect(await status(person.id, event.data.eventId)).toBe("undeliverable");
+  });
+
+  it("follows the person's choice: reminders to Telegram only reach Telegram alone", async () => {
+    const person = await newPerson({ telegram: true });
+    const device = await subscribe(person.id);
+    await setNotify(testDb(), person.id, { reminder: "telegram" });
+    const event = await scheduled(person.id, "feed the cat");
+    const run = await runOnce(workflows.functions.reminderDeliver, event, { steps: elapsed() });
+    expect(run.result).toEqual({ delivered: true, channels: ["telegram"] });
+    expect(push.messages.filter((m) => m.device === device.id)).toEqual([]);
+  });
+
+  it("brings a web-only person their morning brief by push", async () => {
+    const person = await newPerson();
+    const device = await subscribe(person.id);
+    // Something coming up today: the brief has something to say.
+    await scheduled(person.id, "dentist at noon");
+    const date = new Date().toISOString().slice(0, 10);
+    const run = await runOnce(workflows.functions.briefGenerate, {
+      name: "brief/requested",
+      id: `brief-${person.id}-${date}`,
+      data: { userId: person.id, date },
+    });
+    expect(run.error).toBeUndefined();
+    expect(run.result).toEqual({ sent: true });
+    const [brief] = push.messages.filter((m) => m.device === device.id);
+    expect(brief).toMatchObject({ topic: "brief", urgency: "normal", ttl: 43_200 });
+    expect(brief!.payload).toMatchObject({ title: "Your morning brief", tag: "brief" });
+    expect(brief!.payload.body).toMatch(/dentist at noon/);
   });
 });

@@ -37,11 +37,16 @@ export async function deliverNotice(
   if (!contact) return { telegram: false, push: false };
   const channels = channelsFor(kind, contact.notify, await reachable(deps, userId));
   const [telegram, push] = await Promise.allSettled([
-    channels.telegram && contact.chatId !== null && deps.telegram ? deps.telegram.sendText(contact.chatId, notice.text).then(() => true) : false,
+    channels.telegram && contact.chatId !== null && deps.telegram
+      ? deps.telegram.sendText(contact.chatId, notice.text).then(() => true)
+      : false,
     channels.push
-      ? pushToPerson(deps, userId, { title: notice.title, body: notice.text, tag: kind, url: notice.url, at: new Date().toISOString() }, notice.options).then(
-          (report) => report.sent > 0,
-        )
+      ? pushToPerson(
+          deps,
+          userId,
+          { title: notice.title, body: notice.text, tag: kind, url: notice.url, at: new Date().toISOString() },
+          notice.options,
+        ).then((report) => report.sent > 0)
       : false,
   ]);
   const took = { telegram: telegram.status === "fulfilled" && telegram.value, push: push.status === "fulfilled" && push.value };

@@ -58,4 +58,3 @@ export async function setNotify(db: Database, userId: string, choices: Record<st
   );
   return row?.notify ?? {};
 }
-

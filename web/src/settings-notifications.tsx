@@ -208,7 +208,9 @@ function WhereThingsGo({ me }: { me: Me }) {
           <option value="off">Don't notify me</option>
         </select>
       </label>
-      <p className="muted">A choice that reaches none of your channels falls back to every one you have: a reminder is never lost to a setting.</p>
+      <p className="muted">
+        A choice that reaches none of your channels falls back to every one you have: a reminder is never lost to a setting.
+      </p>
       <ErrorNote message={error} />
     </fieldset>
   );

@@ -6,12 +6,11 @@
 // never silently lost because a setting points at a channel that has gone; "off" is only for replies.
 import { z } from "zod";
 
-export const NOTICE_KINDS = ["reminder", "brief", "review", "reply"] as const;
+const NOTICE_KINDS = ["reminder", "brief", "review", "reply"] as const;
 export type NoticeKind = (typeof NOTICE_KINDS)[number];
 
 /** A kind's choice: every channel, one of them, or (replies only) none. */
-export const ChannelChoice = z.enum(["all", "telegram", "push", "off"]);
-export type ChannelChoice = z.infer<typeof ChannelChoice>;
+const ChannelChoice = z.enum(["all", "telegram", "push", "off"]);
 
 export const NotifyPreferences = z
   .object({

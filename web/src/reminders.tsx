@@ -37,6 +37,8 @@ function UpcomingItem({
 }) {
   const [mode, setMode] = useState<"view" | "confirm" | "cancelling">("view");
   const [error, setError] = useState<string | null>(null);
+  // One time of a repeating reminder: skipping it plans the next (the schedule stays).
+  const repeats = reminder.scheduleId !== null;
   const cancel = async () => {
     setMode("cancelling");
     try {
@@ -63,20 +65,20 @@ function UpcomingItem({
             setError(null);
             setMode("confirm");
           }}
-          aria-label={`Cancel reminder “${reminder.text}”`}
+          aria-label={repeats ? `Skip this time of “${reminder.text}”` : `Cancel reminder “${reminder.text}”`}
         >
-          Cancel
+          {repeats ? "Skip" : "Cancel"}
         </button>
       ) : (
         <Confirm
-          label={`Cancel “${reminder.text}”?`}
+          label={repeats ? `Skip this time of “${reminder.text}”?` : `Cancel “${reminder.text}”?`}
           busy={mode === "cancelling"}
-          confirmLabel="Cancel reminder"
+          confirmLabel={repeats ? "Skip this time" : "Cancel reminder"}
           busyLabel="Cancelling…"
           onConfirm={() => void cancel()}
           onKeep={() => setMode("view")}
         >
-          It will not be sent. This cannot be undone.
+          {repeats ? "It will not be sent this time; it repeats as before." : "It will not be sent. This cannot be undone."}
         </Confirm>
       )}
     </li>

@@ -71,7 +71,7 @@ describe("the Reminders page", () => {
       await status("book tickets"),
       await status("dentist"),
       await status("renew passport"),
-    ]).toEqual(["being sent", "cancelled", "could not be sent", "sent"]);
+    ]).toEqual(["being sent", "cancelled", "missed: no Telegram and no notifications on", "sent"]);
     expect(await page.getByRole("list", { name: "Past" }).getByRole("button").count()).toBe(0);
     await page.setViewportSize(PHONE);
     await expect.poll(() => fitsWidth(page)).toBe(true);
@@ -112,6 +112,35 @@ describe("the Reminders page", () => {
       .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
       .toBe("Could not cancel it: This reminder is being sent right now.");
     await screenshots(page, "reminders-too-late");
+  });
+
+  it("shows a repeating reminder set in the chat with its rule and next times; pauses, resumes and deletes it", async () => {
+    await page.getByRole("link", { name: "Chat" }).click();
+    await page.getByRole("textbox", { name: "Message", exact: true }).fill("remind me every Monday at 9 to water the ferns");
+    await page.keyboard.press("Enter");
+    await expect
+      .poll(() => page.getByRole("log", { name: "Conversation" }).innerText(), { timeout: 20_000 })
+      .toContain("Repeating reminder set: water the ferns, every week on Monday at 09:00");
+    await page.getByRole("link", { name: "Reminders" }).click();
+    const item = page.getByTestId("schedule").filter({ hasText: "water the ferns" });
+    await expect.poll(() => item.count(), { timeout: 10_000 }).toBe(1);
+    expect(await item.innerText()).toContain("every week on Monday at 09:00");
+    const next = await item.locator("time").allInnerTexts();
+    expect(next).toHaveLength(3);
+    for (const when of next) expect(when).toMatch(/^Monday, .* at 09:00$/);
+    await screenshots(page, "reminders-repeating");
+    await page.setViewportSize(PHONE);
+    expect(await fitsWidth(page)).toBe(true);
+
+    await item.getByRole("button", { name: "Pause “water the ferns”" }).click();
+    await expect.poll(() => item.innerText()).toContain("paused");
+    expect(await item.locator("time").count()).toBe(0);
+    await item.getByRole("button", { name: "Resume “water the ferns”" }).click();
+    await expect.poll(() => item.locator("time").count()).toBe(3);
+    await item.getByRole("button", { name: "Delete “water the ferns”" }).click();
+    await page.getByRole("button", { name: "Delete repeating reminder" }).click();
+    await expect.poll(() => page.getByTestId("schedule").count()).toBe(0);
+    expect(await page.getByText("Nothing repeats yet.", { exact: false }).count()).toBe(1);
   });
 
   it("shows loading and error states, and recovers", async () => {

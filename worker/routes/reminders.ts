@@ -12,6 +12,7 @@
 //   PATCH  /api/reminders/schedules/:id {text?, repeat?}  changes its words or its RRULE (400 for a rule
 //                               Soma does not keep); the waiting occurrence is planned again
 //   DELETE /api/reminders/schedules/:id                    deletes it and its waiting occurrence
+// Pausing, resuming and editing spend the person's edit budget (agents/rate-limit.ts): each plans anew.
 import { Hono, type Context } from "hono";
 import { z } from "zod";
 import { profileOf } from "../../db/repositories/people";
@@ -24,6 +25,7 @@ import { emitEvents } from "../../agents/workflows/client";
 import { reminderCreated } from "../../agents/workflows/events";
 import { zoneOrUtc } from "../../platform/local-time";
 import { limitBody } from "../body-limit";
+import { rateLimited } from "../rate-budget";
 import { readJson } from "../validation";
 import { requireSameOrigin } from "../auth/origin";
 import { requireSession } from "../auth/session";
@@ -41,7 +43,7 @@ export const reminders = new Hono<AppEnv>()
     }));
     return c.json({ upcoming, past, schedules: schedules.map((schedule) => shown(schedule, zone)) });
   })
-  .post("/schedules/:id/:action{pause|resume}", requireSameOrigin, async (c) => {
+  .post("/schedules/:id/:action{pause|resume}", requireSameOrigin, rateLimited("edit"), async (c) => {
     const action = c.req.param("action") as "pause" | "resume";
     const schedule = await change(c, async (tx, found, zone) => {
       await cancelPendingOccurrence(tx, found.id);
@@ -50,7 +52,7 @@ export const reminders = new Hono<AppEnv>()
     });
     return c.json({ schedule });
   })
-  .patch("/schedules/:id", requireSameOrigin, limitBody(4096), async (c) => {
+  .patch("/schedules/:id", requireSameOrigin, limitBody(4096), rateLimited("edit"), async (c) => {
     const edit = await readJson(c, ScheduleEdit);
     const rule = edit.repeat === undefined ? null : parseRule(edit.repeat);
     if (rule && !rule.ok) throw new ApiError("bad_request", `That repeat is not one Soma keeps: ${rule.error}.`);

@@ -121,7 +121,9 @@ async function main() {
     async (i) => {
       const p = await person(`bench-brief-${i}`);
       // Something coming up today, so there is a brief to send.
-      await db.withUser(p.userId, (tx) => createReminder(tx, p.userId, { text: "dentist at noon", at: new Date(Date.now() + 3_600_000), sourceId: null }));
+      await db.withUser(p.userId, (tx) =>
+        createReminder(tx, p.userId, { text: "dentist at noon", at: new Date(Date.now() + 3_600_000), sourceId: null }),
+      );
       briefPeople.push(p);
     },
   );
@@ -144,15 +146,45 @@ async function main() {
 
   const server = url ? "PostgreSQL server (BENCH_DATABASE_URL)" : "embedded Postgres (PGlite)";
   const rows: Array<Array<string | number>> = [
-    ["reminder: wake → push accepted, one at a time", sequential.length, summary(sequential).p50, summary(sequential).p95, summary(sequential).p99],
-    ["reminder: wake → push accepted, 20 at once", concurrent.length, summary(concurrent).p50, summary(concurrent).p95, summary(concurrent).p99],
+    [
+      "reminder: wake → push accepted, one at a time",
+      sequential.length,
+      summary(sequential).p50,
+      summary(sequential).p95,
+      summary(sequential).p99,
+    ],
+    [
+      "reminder: wake → push accepted, 20 at once",
+      concurrent.length,
+      summary(concurrent).p50,
+      summary(concurrent).p95,
+      summary(concurrent).p99,
+    ],
   ];
   const table = [
     markdownTable(["what", "n", "p50 ms", "p95 ms", "p99 ms"], rows),
     "",
     markdownTable(
-      ["briefs due in one minute", "people", "delivered", "seconds until all", "per second", "after every request again: duplicates", "missing"],
-      [[`${BRIEF_CONCURRENCY} at once`, BRIEFS, firstRound, round(briefMs / 1000), round(firstRound / (briefMs / 1000)), duplicates, missing]],
+      [
+        "briefs due in one minute",
+        "people",
+        "delivered",
+        "seconds until all",
+        "per second",
+        "after every request again: duplicates",
+        "missing",
+      ],
+      [
+        [
+          `${BRIEF_CONCURRENCY} at once`,
+          BRIEFS,
+          firstRound,
+          round(briefMs / 1000),
+          round(firstRound / (briefMs / 1000)),
+          duplicates,
+          missing,
+        ],
+      ],
     ),
     "",
     `Postgres: ${server}. Refused by the push service: ${push.refused.length}.`,

@@ -235,24 +235,24 @@ export async function finishReminder(tx: Tx, eventId: string, status: "delivered
 
 export type ReminderChannel = "telegram" | "push";
 
-/**
- * Claims one channel's send of a reminder being delivered: true for the first caller only, so a step
- * that runs again (Inngest runs a step at least once) sends nothing twice. The time it was claimed is
- * kept in the row (payload.sent_<channel>). A send that fails is released (releaseReminderChannel)
- * before its step is retried.
- */
-export async function claimReminderChannel(tx: Tx, eventId: string, channel: ReminderChannel): Promise<boolean> {
-  const key = `sent_${channel}`;
-  const rows = (await tx.execute(sql`
-    update events set payload = payload || jsonb_build_object(${key}::text, now())
-    where id = ${eventId} and kind = 'reminder' and status = 'delivering' and not (payload ? ${key})
-    returning id`)) as unknown as unknown[];
-  return rows.length > 0;
+/** Whether a channel already took this reminder (payload.sent_<channel>, set by markReminderSent). */
+export async function reminderSentOn(tx: Tx, eventId: string, channel: ReminderChannel): Promise<boolean> {
+  const [row] = await tx
+    .select({ sent: sql<boolean>`${events.payload} ? ${`sent_${channel}`}` })
+    .from(events)
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder")));
+  return row?.sent ?? false;
 }
 
-/** Gives back a channel's claim after its send failed, for the retry. */
-export async function releaseReminderChannel(tx: Tx, eventId: string, channel: ReminderChannel): Promise<void> {
-  await tx.execute(sql`update events set payload = payload - ${`sent_${channel}`}::text where id = ${eventId} and kind = 'reminder'`);
+/**
+ * Notes that a channel took the reminder (when, in payload.sent_<channel>), once it did: a step that
+ * runs again then sends nothing twice. Noted after the send, so a send is never lost to a crash between
+ * the two; a crash in that moment sends it again (a push then replaces its twin on the device: same tag).
+ */
+export async function markReminderSent(tx: Tx, eventId: string, channel: ReminderChannel): Promise<void> {
+  await tx.execute(sql`
+    update events set payload = payload || jsonb_build_object(${`sent_${channel}`}::text, now())
+    where id = ${eventId} and kind = 'reminder'`);
 }
 
 /**

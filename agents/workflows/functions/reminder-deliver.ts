@@ -6,8 +6,9 @@
 // comes after the claim finds the reminder 'delivering' and is told it is too late.
 // Each channel is a step of its own, run side by side: Inngest keeps each one's outcome, so a retry
 // after one channel failed sends nothing again on the other, and one channel failing holds back none.
-// A step may still run twice (Inngest runs steps at least once): each channel's send is claimed in the
-// reminder's row first, so it goes out at most once, and a failed send gives its claim back for the retry.
+// A step may still run twice (Inngest runs steps at least once): each channel's send is noted in the
+// reminder's row once it went out, and not repeated after; only a crash between a send and its note
+// sends it again, and a push twin then replaces the first on the device (the same tag).
 // A person with no channel at all has the reminder marked undeliverable, which the web app shows them.
 // An occurrence of a repeating schedule plans the next one when it is done (agents/schedules/plan.ts) and
 // hands it over as a new event: each occurrence is its own delayed event, so nothing scans for due ones.
@@ -19,9 +20,9 @@ import { hasPushDevice } from "../../../db/repositories/push-subscriptions";
 import {
   claimedReminderText,
   claimReminder,
-  claimReminderChannel,
   finishReminder,
-  releaseReminderChannel,
+  markReminderSent,
+  reminderSentOn,
   reminderStatus,
   type ReminderChannel,
 } from "../../../db/repositories/reminders";
@@ -79,18 +80,12 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
       }
       /** The claimed reminder's words, or null once it is gone (deleted with the account). */
       const words = () => deps.db.withUser(userId, (tx) => claimedReminderText(tx, eventId));
-      /**
-       * Runs one channel's `send` at most once per reminder, whatever runs the step again: claimed in the
-       * row first ("sent" when an earlier run already did), released when the send throws, so its retry sends.
-       */
+      /** Runs one channel's `send` unless it already took this reminder, and notes it when it did. */
       const once = async (channel: ReminderChannel, send: () => Promise<string>) => {
-        if (!(await deps.db.withUser(userId, (tx) => claimReminderChannel(tx, eventId, channel)))) return "sent";
-        try {
-          return await send();
-        } catch (error) {
-          await deps.db.withUser(userId, (tx) => releaseReminderChannel(tx, eventId, channel));
-          throw error;
-        }
+        if (await deps.db.withUser(userId, (tx) => reminderSentOn(tx, eventId, channel))) return "sent";
+        const outcome = await send();
+        if (outcome === "sent") await deps.db.withUser(userId, (tx) => markReminderSent(tx, eventId, channel));
+        return outcome;
       };
       // Settled, not all: a channel whose step failed for good (its retries spent) fails only itself.
       const [telegram, push] = (

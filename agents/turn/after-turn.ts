@@ -2,7 +2,8 @@
 // and conversation/turn.completed sent to the workflow engine (fact-extract). In dev mode with no
 // Inngest dev server to take it (a newcomer's `npm start`), the agent extracts the facts itself instead,
 // so that "I live in Lisbon" is known from the next message on; and the next turn of that person waits
-// for it (readAfterTurn), so "where do I live?" right after is answered from it, never raced.
+// for it (readAfterTurn), so "where do I live?" right after is answered from it, never raced. And a web
+// reply that finished while the person had the app closed reaches their devices as a push (replyReady).
 import { forgetUnusedMessage, recordMessage, type SourceRef } from "../../db/repositories/memory";
 import type { Config } from "../../platform/config";
 import type { Channel } from "../../platform/channel";

@@ -255,13 +255,10 @@ export async function markReminderSent(tx: Tx, eventId: string, channel: Reminde
     where id = ${eventId} and kind = 'reminder'`);
 }
 
-/**
- * A repeating one's occurrence planned again (on resume, or after an edit): waiting again if a pause
- * or the edit cancelled it, with the schedule's words as they are now.
- */
-export async function reviveReminder(tx: Tx, eventId: string, text: string): Promise<void> {
+/** A repeating one's occurrence still waiting takes the schedule's words as they are now (after an edit). */
+export async function refreshReminderText(tx: Tx, eventId: string, text: string): Promise<void> {
   await tx
     .update(events)
-    .set({ status: "scheduled", payload: sql`${events.payload} || ${JSON.stringify({ text })}::jsonb` })
-    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), inArray(events.status, ["cancelled", "scheduled"])));
+    .set({ payload: sql`${events.payload} || ${JSON.stringify({ text })}::jsonb` })
+    .where(and(eq(events.id, eventId), eq(events.kind, "reminder"), eq(events.status, "scheduled")));
 }

@@ -114,10 +114,12 @@ export async function updateSchedule(
     .where(and(eq(events.id, id), eq(events.kind, "schedule")));
 }
 
-/** Cancels the occurrence of `scheduleId` still waiting, if any (a pause, an edit, a delete). */
+/**
+ * Removes the occurrence of `scheduleId` still waiting, if any (a pause, an edit, a delete): it was never
+ * sent, so nothing of it is kept, and its delivery, when it wakes, finds nothing to send.
+ */
 export async function cancelPendingOccurrence(tx: Tx, scheduleId: string): Promise<void> {
   await tx
-    .update(events)
-    .set({ status: "cancelled" })
+    .delete(events)
     .where(and(eq(events.kind, "reminder"), eq(events.status, "scheduled"), sql`${events.payload}->>'scheduleId' = ${scheduleId}`));
 }

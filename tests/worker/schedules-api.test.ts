@@ -60,7 +60,7 @@ describe("repeating reminders on the web", () => {
     const occurrence = first.upcoming.find((r) => r.scheduleId === scheduleId)!;
     expect(occurrence.at).toBe(first.schedules[0]!.upcoming[0]);
 
-    // Paused: the waiting time is cancelled and no time is shown; resumed: the same time waits again.
+    // Paused: the waiting time is taken away and no time is shown; resumed: the same time waits again.
     const paused = await post(`/api/reminders/schedules/${scheduleId}/pause`);
     expect(((await paused.json()) as { schedule: { status: string; upcoming: string[] } }).schedule).toMatchObject({
       status: "paused",
@@ -69,14 +69,19 @@ describe("repeating reminders on the web", () => {
     expect((await list()).upcoming.filter((r) => r.scheduleId === scheduleId)).toEqual([]);
     const resumed = await post(`/api/reminders/schedules/${scheduleId}/resume`);
     expect(resumed.status).toBe(200);
-    expect((await list()).upcoming.filter((r) => r.scheduleId === scheduleId).map((r) => r.id)).toEqual([occurrence.id]);
+    expect((await list()).upcoming.filter((r) => r.scheduleId === scheduleId).map((r) => r.at)).toEqual([occurrence.at]);
 
     // One time skipped: the next Monday waits in its place.
-    const skipped = await call(`/api/reminders/${occurrence.id}`, { method: "DELETE", headers: { cookie, ...SAME_ORIGIN } });
+    const resumedTime = (await list()).upcoming.find((r) => r.scheduleId === scheduleId)!;
+    const skipped = await call(`/api/reminders/${resumedTime.id}`, { method: "DELETE", headers: { cookie, ...SAME_ORIGIN } });
     expect(skipped.status).toBe(200);
     const afterSkip = (await list()).upcoming.filter((r) => r.scheduleId === scheduleId);
     expect(afterSkip).toHaveLength(1);
     expect(new Date(afterSkip[0]!.at).getTime() - new Date(occurrence.at).getTime()).toBe(7 * 86_400_000);
+    // Paused and resumed after a skip: the skipped time stays skipped.
+    await post(`/api/reminders/schedules/${scheduleId}/pause`);
+    await post(`/api/reminders/schedules/${scheduleId}/resume`);
+    expect((await list()).upcoming.filter((r) => r.scheduleId === scheduleId).map((r) => r.at)).toEqual([afterSkip[0]!.at]);
 
     // Edited words reach what is waiting; a rule Soma does not keep is refused.
     const edited = await call(`/api/reminders/schedules/${scheduleId}`, {
@@ -86,6 +91,18 @@ describe("repeating reminders on the web", () => {
     });
     expect(edited.status).toBe(200);
     expect((await list()).upcoming.filter((r) => r.scheduleId === scheduleId).map((r) => r.text)).toEqual(["water the ferns"]);
+    // A new time of day: every next time moves to it.
+    const moved = await call(`/api/reminders/schedules/${scheduleId}`, {
+      method: "PATCH",
+      headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json" },
+      body: JSON.stringify({ time: "10:30" }),
+    });
+    const movedSchedule = ((await moved.json()) as { schedule: { repeats: string; upcoming: string[] } }).schedule;
+    expect(movedSchedule.repeats).toBe("every week on Monday at 10:30");
+    for (const at of movedSchedule.upcoming)
+      expect(new Date(at).toLocaleString("en-GB", { timeZone: "Europe/Berlin", weekday: "long", hour: "2-digit", minute: "2-digit" })).toBe(
+        "Monday 10:30",
+      );
     const badRule = await call(`/api/reminders/schedules/${scheduleId}`, {
       method: "PATCH",
       headers: { cookie, ...SAME_ORIGIN, "content-type": "application/json" },

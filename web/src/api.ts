@@ -115,6 +115,8 @@ export const api = {
   pauseSchedule: (id: string, pause: boolean) =>
     read(scheduleRoute[":action{pause|resume}"].$post({ param: { id, action: pause ? "pause" : "resume" } })).then((r) => r.schedule),
   deleteSchedule: (id: string) => read(scheduleRoute.$delete(param(id))),
+  editSchedule: (id: string, edit: { text?: string; time?: string }) =>
+    read(scheduleRoute.$patch(param(id), body(JSON.stringify(edit)))).then((r) => r.schedule),
   /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
   importFile: (text: string, dryRun: boolean) => read(client.api.import.$post({ query: dryRun ? { dryRun: "1" } : {} }, body(text))),
   deleteAccount: () => read(client.api.account.$delete()),

@@ -1,13 +1,15 @@
 // Repeating reminders on the Reminders page: each with its rule in words ("every week on Monday at
-// 09:00"), its next occurrences in the person's timezone, and pause, resume and delete (delete after
-// saying so). A paused one keeps its rule and sends nothing until resumed.
+// 09:00"), its next occurrences in the person's timezone, and pause, resume, edit (its words and time
+// of day) and delete (after saying so). A paused one keeps its rule and sends nothing until resumed.
 import { useState } from "react";
 import { api, type Schedule } from "./api";
 import { formatFull } from "./format";
 import { Confirm, ErrorNote } from "./forms";
 
 function ScheduleItem({ schedule, timeZone, onChange }: { schedule: Schedule; timeZone: string; onChange: () => void }) {
-  const [mode, setMode] = useState<"view" | "confirm" | "busy">("view");
+  const [mode, setMode] = useState<"view" | "confirm" | "busy" | "edit">("view");
+  const [text, setText] = useState(schedule.text);
+  const [time, setTime] = useState(schedule.start.slice(11, 16));
   const [error, setError] = useState<string | null>(null);
   const act = async (work: () => Promise<unknown>, failed: string) => {
     setMode("busy");
@@ -43,7 +45,29 @@ function ScheduleItem({ schedule, timeZone, onChange }: { schedule: Schedule; ti
         )}
         <ErrorNote message={error} />
       </div>
-      {mode === "confirm" ? (
+      {mode === "edit" ? (
+        <form
+          className="schedule-edit"
+          aria-label={`Edit “${schedule.text}”`}
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act(() => api.editSchedule(schedule.id, { text, time }), "Could not save it");
+          }}
+        >
+          <label>
+            What <input value={text} onChange={(e) => setText(e.target.value)} required maxLength={1000} />
+          </label>
+          <label>
+            Time <input type="time" value={time} onChange={(e) => setTime(e.target.value)} required />
+          </label>
+          <div className="actions">
+            <button type="submit">Save</button>
+            <button type="button" className="secondary" onClick={() => setMode("view")}>
+              Keep as it was
+            </button>
+          </div>
+        </form>
+      ) : mode === "confirm" ? (
         <Confirm
           label={`Delete “${schedule.text}”?`}
           busy={false}
@@ -64,6 +88,19 @@ function ScheduleItem({ schedule, timeZone, onChange }: { schedule: Schedule; ti
             aria-label={`${paused ? "Resume" : "Pause"} “${schedule.text}”`}
           >
             {paused ? "Resume" : "Pause"}
+          </button>
+          <button
+            type="button"
+            className="secondary"
+            disabled={mode === "busy"}
+            onClick={() => {
+              setText(schedule.text);
+              setTime(schedule.start.slice(11, 16));
+              setMode("edit");
+            }}
+            aria-label={`Edit “${schedule.text}”`}
+          >
+            Edit
           </button>
           <button
             type="button"

@@ -9,8 +9,9 @@
 //                               of a repeating reminder is skipped, the next one planned in its place
 //   POST   /api/reminders/schedules/:id/pause | /resume   stops or restarts a repeating reminder: its
 //                               occurrence waiting is cancelled, or the next one planned; 200 {schedule}
-//   PATCH  /api/reminders/schedules/:id {text?, repeat?}  changes its words or its RRULE (400 for a rule
-//                               Soma does not keep); the waiting occurrence is planned again
+//   PATCH  /api/reminders/schedules/:id {text?, repeat?, time?}  changes its words, its RRULE (400 for a
+//                               rule Soma does not keep) or its time of day ("10:00"); the waiting
+//                               occurrence is planned again
 //   DELETE /api/reminders/schedules/:id                    deletes it and its waiting occurrence
 // Pausing, resuming and editing spend the person's edit budget (agents/rate-limit.ts): each plans anew.
 import { Hono, type Context } from "hono";
@@ -58,7 +59,20 @@ export const reminders = new Hono<AppEnv>()
     if (rule && !rule.ok) throw new ApiError("bad_request", `That repeat is not one Soma keeps: ${rule.error}.`);
     const schedule = await change(c, async (tx, found, zone) => {
       await cancelPendingOccurrence(tx, found.id);
-      await updateSchedule(tx, found.id, { ...(edit.text ? { text: edit.text } : {}), ...(rule?.ok ? { rule: rule.rule } : {}) });
+      // A new time of day: the first occurrence's date stays, its time changes, and the rule's own hour and
+      // minute (if it named them) give way to it.
+      const kept = rule?.ok ? rule.rule : found.rule;
+      const timed = edit.time
+        ? kept
+            .split(";")
+            .filter((part) => !/^BY(HOUR|MINUTE)=/.test(part))
+            .join(";")
+        : kept;
+      await updateSchedule(tx, found.id, {
+        ...(edit.text ? { text: edit.text } : {}),
+        ...(timed !== found.rule ? { rule: timed } : {}),
+        ...(edit.time ? { start: `${found.start.slice(0, 10)}T${edit.time}` } : {}),
+      });
       return found.status === "active" ? planNextOccurrence(tx, c.var.person.id, found.id, new Date(), zone) : null;
     });
     return c.json({ schedule });
@@ -97,8 +111,15 @@ export const reminders = new Hono<AppEnv>()
   });
 
 const ScheduleEdit = z
-  .object({ text: z.string().trim().min(1).max(1000).optional(), repeat: z.string().trim().min(1).max(200).optional() })
-  .refine((edit) => edit.text !== undefined || edit.repeat !== undefined, "Give text or repeat.");
+  .object({
+    text: z.string().trim().min(1).max(1000).optional(),
+    repeat: z.string().trim().min(1).max(200).optional(),
+    time: z
+      .string()
+      .regex(/^([01]\d|2[0-3]):[0-5]\d$/, "a time of day like 09:30")
+      .optional(),
+  })
+  .refine((edit) => edit.text !== undefined || edit.repeat !== undefined || edit.time !== undefined, "Give text, repeat or time.");
 
 /** A schedule as the web app shows it: its rule in words and its next three occurrences. */
 function shown(schedule: Schedule, zone: string) {

@@ -114,7 +114,7 @@ describe("the Reminders page", () => {
     await screenshots(page, "reminders-too-late");
   });
 
-  it("shows a repeating reminder set in the chat with its rule and next times; pauses, resumes and deletes it", async () => {
+  it("shows a repeating reminder set in the chat with its rule and next times; pauses, resumes, edits and deletes it", async () => {
     await page.getByRole("link", { name: "Chat" }).click();
     await page.getByRole("textbox", { name: "Message", exact: true }).fill("remind me every Monday at 9 to water the ferns");
     await page.keyboard.press("Enter");
@@ -137,7 +137,18 @@ describe("the Reminders page", () => {
     expect(await item.locator("time").count()).toBe(0);
     await item.getByRole("button", { name: "Resume “water the ferns”" }).click();
     await expect.poll(() => item.locator("time").count()).toBe(3);
-    await item.getByRole("button", { name: "Delete “water the ferns”" }).click();
+
+    // Edited: new words and a new time of day, and the next times follow.
+    await item.getByRole("button", { name: "Edit “water the ferns”" }).click();
+    const form = page.getByRole("form", { name: "Edit “water the ferns”" });
+    await form.getByLabel("What").fill("water the ferns and the basil");
+    await form.getByLabel("Time").fill("10:30");
+    await form.getByRole("button", { name: "Save" }).click();
+    const edited = page.getByTestId("schedule").filter({ hasText: "water the ferns and the basil" });
+    await expect.poll(() => edited.innerText(), { timeout: 10_000 }).toContain("every week on Monday at 10:30");
+    for (const when of await edited.locator("time").allInnerTexts()) expect(when).toMatch(/^Monday, .* at 10:30$/);
+    await screenshots(page, "reminders-repeating-edited");
+    await edited.getByRole("button", { name: "Delete “water the ferns and the basil”" }).click();
     await page.getByRole("button", { name: "Delete repeating reminder" }).click();
     await expect.poll(() => page.getByTestId("schedule").count()).toBe(0);
     expect(await page.getByText("Nothing repeats yet.", { exact: false }).count()).toBe(1);

@@ -3,11 +3,11 @@
 // failing holding back neither. Throws only when nothing went out and a channel failed, for the
 // caller's step to be retried (a channel that did take it then may get it twice; the reminders, which
 // matter more, keep each channel's outcome: agents/workflows/functions/reminder-deliver.ts).
-import type { Database } from "../../db/database";
+import type { Database, Tx } from "../../db/database";
 import { contactOf } from "../../db/repositories/digest";
 import { hasPushDevice } from "../../db/repositories/push-subscriptions";
 import type { Config } from "../../platform/config";
-import { channelsFor, type NoticeKind } from "./channels";
+import { channelsFor, type Channels, type NoticeKind } from "./channels";
 import { pushToPerson } from "./push-delivery";
 import type { TelegramSender } from "./telegram-sender";
 import { pushConfigured, type PushOptions } from "./web-push";
@@ -18,12 +18,21 @@ export interface NoticeDeps {
   telegram: TelegramSender | null;
 }
 
-/** Whether the person can be reached at all: a Telegram chat, or a device with notifications on. */
-export async function reachable(deps: NoticeDeps, userId: string): Promise<{ telegram: boolean; push: boolean }> {
-  return deps.db.withUser(userId, async (tx) => ({
-    telegram: Boolean((await contactOf(tx))?.chatId) && deps.telegram !== null,
-    push: pushConfigured(deps.config) && (await hasPushDevice(tx)),
-  }));
+/**
+ * The channels `kind` goes to for the person in `tx` (Database.withUser): of those they have — a
+ * Telegram chat (with a bot configured), devices with notifications on (with VAPID keys) — the ones they
+ * chose for it (./channels.ts). Both false: Soma cannot reach them at all. Read once, in one transaction,
+ * by every sender of a message Soma sends on its own (reminders, the brief, the review).
+ */
+export async function chosenChannels(
+  tx: Tx,
+  deps: Pick<NoticeDeps, "config" | "telegram">,
+  kind: NoticeKind,
+): Promise<{ channels: Channels; chatId: number | null }> {
+  const contact = await contactOf(tx);
+  const chatId = deps.telegram ? (contact?.chatId ?? null) : null;
+  const available = { telegram: chatId !== null, push: pushConfigured(deps.config) && (await hasPushDevice(tx)) };
+  return { channels: channelsFor(kind, contact?.notify, available), chatId };
 }
 
 /** Sends `text` as `kind` on the person's chosen channels; which of them took it. */
@@ -33,13 +42,9 @@ export async function deliverNotice(
   kind: NoticeKind,
   notice: { text: string; title: string; url: string; options: PushOptions },
 ): Promise<{ telegram: boolean; push: boolean }> {
-  const contact = await deps.db.withUser(userId, contactOf);
-  if (!contact) return { telegram: false, push: false };
-  const channels = channelsFor(kind, contact.notify, await reachable(deps, userId));
+  const { channels, chatId } = await deps.db.withUser(userId, (tx) => chosenChannels(tx, deps, kind));
   const [telegram, push] = await Promise.allSettled([
-    channels.telegram && contact.chatId !== null && deps.telegram
-      ? deps.telegram.sendText(contact.chatId, notice.text).then(() => true)
-      : false,
+    channels.telegram && chatId !== null && deps.telegram ? deps.telegram.sendText(chatId, notice.text).then(() => true) : false,
     channels.push
       ? pushToPerson(
           deps,

@@ -12,7 +12,8 @@ import { extractAndRecord, type FactRecordingDeps } from "../fact-recording";
 import { contactOf } from "../../db/repositories/digest";
 import { channelsFor } from "../integrations/channels";
 import { pushToPerson } from "../integrations/push-delivery";
-import { canSendEvents, emitEvents } from "../workflows/client";
+// Only in dev mode without Inngest Cloud (devWithoutCloud) does the agent extract facts itself.
+import { canSendEvents, devWithoutCloud, emitEvents } from "../workflows/client";
 import { turnCompleted } from "../workflows/events";
 
 /** What of the turn (agents/turn/turn.ts) follows it. */
@@ -27,11 +28,6 @@ const AFTER_TURN_WAIT_MS = 15_000;
 /** Per person, the previous turn's extraction in this agent while it runs (dev mode only). */
 const pending = new Map<string, Promise<void>>();
 
-/** Dev mode without Inngest Cloud: the only mode in which the agent may extract facts itself. */
-function extractsInline(config: Config): boolean {
-  return Boolean(config.INNGEST_DEV && !config.INNGEST_EVENT_KEY);
-}
-
 /** Waits (bounded, never throwing) until what followed this person's previous turn is done. */
 export async function readAfterTurn(userId: string): Promise<void> {
   const work = pending.get(userId);
@@ -44,7 +40,7 @@ export async function readAfterTurn(userId: string): Promise<void> {
 /** Starts what follows the turn (never throws); the turn hands the promise to waitUntil. */
 export function afterTurn(turn: Turn, channel: Channel, source: SourceRef, text: string): Promise<void> {
   const work = announceTurn(turn, channel, source, text);
-  if (!extractsInline(turn.config)) return work;
+  if (!devWithoutCloud(turn.config)) return work;
   const { userId } = turn;
   pending.set(userId, work);
   return work.finally(() => {
@@ -72,7 +68,7 @@ async function announceTurn(turn: Turn, channel: Channel, source: SourceRef, tex
   const event = turnCompleted.create({ userId, channel, source: message }, { id: `turn-${userId}-${source.externalId}` });
   if (await emitEvents(config, event, { agent: userId })) return;
   try {
-    if (extractsInline(config)) {
+    if (devWithoutCloud(config)) {
       const today = new Date().toISOString().slice(0, 10);
       // Bounded like the next turn's wait for it: a model that hangs here holds nothing up for long.
       await extractAndRecord(turn, { userId, source: message }, today, AbortSignal.timeout(AFTER_TURN_WAIT_MS));

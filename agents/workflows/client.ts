@@ -78,6 +78,11 @@ export function inngestClient(config: Config): InngestClient {
   return client;
 }
 
+/** Dev mode without Inngest Cloud (npm start): a missing dev server is expected, and nothing waits for events. */
+export function devWithoutCloud(config: Config): boolean {
+  return Boolean(config.INNGEST_DEV && !config.INNGEST_EVENT_KEY);
+}
+
 /** Whether events can go anywhere: an event key (Inngest Cloud) or a dev server. */
 export function canSendEvents(config: Config): boolean {
   return Boolean(config.INNGEST_EVENT_KEY || config.INNGEST_DEV);
@@ -122,7 +127,7 @@ export async function emitEvents(
     pausedUntil.set(address, Date.now() + PAUSE_AFTER_FAILURE_MS);
     // In dev mode a missing dev server is normal (npm start without `npx inngest-cli dev`), and npm
     // start's banner already says so once (ops/start.ts): nothing to add after every turn.
-    if (config.INNGEST_DEV && !config.INNGEST_EVENT_KEY) return false;
+    if (devWithoutCloud(config)) return false;
     logJson("warn", {
       ...context,
       workflows: `${error instanceof DeadlineError ? "send timed out" : "send failed"}: events dropped for ${PAUSE_AFTER_FAILURE_MS / 1000} s`,

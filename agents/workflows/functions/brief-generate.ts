@@ -7,7 +7,7 @@
 // deleted in between has no claim left, and nothing is sent.
 import { briefContents, claimDelivery, claimedDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
 import { formatLocalTime } from "../../../platform/local-time";
-import { deliverNotice, reachable } from "../../integrations/notices";
+import { chosenChannels, deliverNotice } from "../../integrations/notices";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
@@ -27,12 +27,11 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
     async ({ event, step }) => {
       const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
       const composed = await step.run("compose", async () => {
-        // Nobody to send it to (no Telegram chat, no device with notifications on): nothing is composed.
-        const can = await reachable(deps, request.userId);
-        if (!can.telegram && !can.push) return null;
         return deps.db.withUser(request.userId, async (tx) => {
           const contact = await contactOf(tx);
-          if (!contact) return null;
+          // Nobody to send it to (no Telegram chat, no device with notifications on): nothing is composed.
+          const { channels } = await chosenChannels(tx, deps, "brief");
+          if (!contact || (!channels.telegram && !channels.push)) return null;
           const text = composeBrief(await briefContents(tx, deps.now()), contact);
           if (!text) return null;
           // Claimed in the same transaction as it is composed: a second request for this date finds it taken.

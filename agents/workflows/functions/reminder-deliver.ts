@@ -16,7 +16,6 @@
 // own transaction, and what Inngest keeps of every step is ids and outcomes. A person deleted after the
 // claim has no row left, and nothing is sent.
 import { contactOf } from "../../../db/repositories/digest";
-import { hasPushDevice } from "../../../db/repositories/push-subscriptions";
 import {
   claimedReminderText,
   claimReminder,
@@ -27,10 +26,10 @@ import {
   type ReminderChannel,
 } from "../../../db/repositories/reminders";
 import { zoneOrUtc } from "../../../platform/local-time";
-import { channelsFor } from "../../integrations/channels";
+import { chosenChannels } from "../../integrations/notices";
 import { pushToPerson } from "../../integrations/push-delivery";
 import { planNextOccurrence } from "../../schedules/plan";
-import { pushConfigured, pushTopic } from "../../integrations/web-push";
+import { pushTopic } from "../../integrations/web-push";
 import type { InngestClient } from "../client";
 import { telegramOf, type WorkflowDeps } from "../deps";
 import { reminderCreated } from "../events";
@@ -49,10 +48,8 @@ export function reminderDeliver(inngest: InngestClient, deps: WorkflowDeps) {
         deps.db.withUser(userId, async (tx) => {
           const claimed = await claimReminder(tx, eventId);
           if (!claimed) return { skipped: await reminderStatus(tx, eventId) };
-          const contact = await contactOf(tx);
-          const available = { telegram: Boolean(contact?.chatId), push: pushConfigured(deps.config) && (await hasPushDevice(tx)) };
-          // The channels the person chose for reminders, of those they have (agents/integrations/channels.ts).
-          const { telegram, push } = channelsFor("reminder", contact?.notify, available);
+          // The channels the person chose for reminders, of those they have (agents/integrations/notices.ts).
+          const { telegram, push } = (await chosenChannels(tx, deps, "reminder")).channels;
           return { claimed: true, telegram, push, ...(claimed.scheduleId ? { scheduleId: claimed.scheduleId } : {}) };
         }),
       );

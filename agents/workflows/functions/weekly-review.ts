@@ -7,7 +7,7 @@
 // person whose review fails (a blocked bot, their own data) is logged and counted, and the others go on
 // (deps.ts, forOnePerson); only an outage fails the step, for Inngest to retry.
 import { claimDelivery, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
-import { deliverNotice, reachable } from "../../integrations/notices";
+import { chosenChannels, deliverNotice } from "../../integrations/notices";
 import type { InngestClient } from "../client";
 import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
 
@@ -52,9 +52,9 @@ async function reviewOne(deps: WorkflowDeps, userId: string, localDate: string):
   const now = deps.now();
   // The week of the person's own Sunday (noon UTC of that date lies in it whatever the zone).
   const week = isoWeek(new Date(`${localDate}T12:00:00Z`));
-  const can = await reachable(deps, userId);
-  if (!can.telegram && !can.push) return false;
   const review = await deps.db.withUser(userId, async (tx) => {
+    const { channels } = await chosenChannels(tx, deps, "review");
+    if (!channels.telegram && !channels.push) return null;
     const text = composeReview(await weekContents(tx, new Date(now.getTime() - WEEK_MS)));
     if (!text) return null;
     return (await claimDelivery(tx, userId, "weekly-review", week, text)) ? { text } : null;

@@ -24,6 +24,7 @@ const TOOL_STATUS: Record<string, string> = {
   fact_correct: "Updating what I know about you…",
   fact_forget: "Forgetting that…",
   schedule_create: "Setting a reminder…",
+  routine_set: "Moving it…",
 };
 
 export interface DraftHost {

@@ -9,6 +9,7 @@ import { facts } from "./routes/facts";
 import { memories } from "./routes/memories";
 import { push } from "./routes/push";
 import { reminders } from "./routes/reminders";
+import { routines } from "./routes/routines";
 import type { AppEnv } from "./types";
 
 export const webApi = new Hono<AppEnv>()
@@ -17,6 +18,7 @@ export const webApi = new Hono<AppEnv>()
   .route("/api/reminders", reminders)
   .route("/api/apps", apps)
   .route("/api/push", push)
+  .route("/api/routines", routines)
   .route("/api", exportImport)
   .route("/api", account);
 

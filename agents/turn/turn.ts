@@ -33,6 +33,7 @@ import { fenceForwarded } from "./tools/untrusted-memory";
 import { textOf, type MessageSource } from "../transcript";
 import { emitEvents } from "../workflows/client";
 import { reminderCreated } from "../workflows/events";
+import { routineEvent } from "../schedules/routines";
 import { afterTurn, readAfterTurn, replyReady } from "./after-turn";
 
 /** Whole-turn budget: model steps and tools together. */
@@ -138,6 +139,7 @@ export function turnStream(turn: Turn) {
             onActivity,
             scheduleReminder: ({ eventId, at }) =>
               emitEvents(config, reminderCreated.create({ userId: userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: userId }),
+            scheduleRoutine: (name, occurrence) => emitEvents(config, routineEvent(name, occurrence), { agent: userId }),
           }),
           stopWhen: isStepCount(MAX_STEPS),
           abortSignal: signal,

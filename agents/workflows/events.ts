@@ -57,12 +57,27 @@ export const reminderCreated = eventType("schedule/reminder.created", {
   }),
 });
 
-/** It is 08:00 for this person: compose and send the day's brief. */
+/**
+ * It is 08:00 for this person (the hourly fan-out), or the time they set for their brief (`at`, one
+ * occurrence of their own routine, agents/schedules/routines.ts): compose and send the day's brief.
+ */
 export const briefRequested = eventType("brief/requested", {
   schema: z.object({
     userId,
     /** The person's local date (YYYY-MM-DD): one brief per person and day. */
     date: z.iso.date(),
+    /** The occurrence of the person's own brief routine this is: it waits until then. */
+    at: z.iso.datetime({ offset: true }).optional(),
+  }),
+});
+
+/** The weekly review at the time the person set for it (one occurrence of their review routine). */
+export const reviewRequested = eventType("review/requested", {
+  schema: z.object({
+    userId,
+    /** The person's local date of the occurrence (YYYY-MM-DD): one review per person and ISO week. */
+    date: z.iso.date(),
+    at: z.iso.datetime({ offset: true }),
   }),
 });
 

@@ -6,6 +6,7 @@ import { and, eq, gte, sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { entities, events, facts, sources, users } from "../schema";
 import { claimSource } from "./memory";
+import type { RoutineName } from "./routines";
 
 /** Where and how to reach the person (their own users row, visible to them under RLS). */
 export async function contactOf(
@@ -127,9 +128,12 @@ export async function weekContents(tx: Tx, since: Date): Promise<WeekContents> {
  * (users.timezone is free text) leaves that person out: the materialized CTE filters first, because
  * `at time zone` raises on an unknown zone and the planner may otherwise evaluate it before the
  * semi-join on pg_timezone_names — one bad row would fail everyone's fan-out.
+ * People who set `routine` themselves (moved it or turned it off: ./routines.ts) are left out: their own
+ * occurrences come as delayed events (agents/schedules/routines.ts).
  */
 export async function peopleAtLocalHour(
   tx: Tx,
+  routine: RoutineName,
   hour: number,
   now: Date,
   weekday?: number,
@@ -142,6 +146,7 @@ export async function peopleAtLocalHour(
       where (u.telegram_chat_id is not null
              or exists (select 1 from oauth_connections c where c.user_id = u.id and c.provider like 'webpush:%'))
         and u.timezone in (select name from pg_timezone_names)
+        and not exists (select 1 from events e where e.user_id = u.id and e.kind = 'routine' and e.idempotency_key = ${`routine:${routine}`})
     ),
     local as (
       select id, ${now.toISOString()}::timestamptz at time zone timezone as local_time from reachable

@@ -35,6 +35,8 @@ grant select, insert, update, delete on auth.deleted_people, auth.group_chat_not
 
 grant select (id, timezone, telegram_chat_id, created_at) on public.users to soma_system;
 grant select (user_id, provider, account_email, watch_expires_at) on public.oauth_connections to soma_system;
+-- Whether a person moved their brief or review (a 'routine' events row): the fan-out leaves them out.
+grant select (user_id, kind, idempotency_key) on public.events to soma_system;
 
 -- The login role the Worker connects as (Hyperdrive's connection string; npm start's too). db:setup
 -- passes its name and password verifier in soma.worker_role / soma.worker_password (never the

@@ -52,6 +52,10 @@ create policy users_system_select on public.users for select to soma_system usin
 drop policy if exists oauth_connections_system_select on public.oauth_connections;
 create policy oauth_connections_system_select on public.oauth_connections for select to soma_system using (true);
 
+-- soma_system may see that a person has a routine of their own (agents/schedules/routines.ts), no other event.
+drop policy if exists events_system_select_routines on public.events;
+create policy events_system_select_routines on public.events for select to soma_system using (kind = 'routine');
+
 -- soma_system may delete Web Push subscriptions only (db/repositories/push-subscriptions.ts: a device
 -- another person subscribed before), never a Google connection.
 drop policy if exists oauth_connections_system_delete_push on public.oauth_connections;

@@ -45,6 +45,9 @@ export type Reminder = InferResponseType<typeof client.api.reminders.$get>["upco
 export type Schedule = InferResponseType<typeof client.api.reminders.$get>["schedules"][number];
 const scheduleRoute = client.api.reminders.schedules[":id"];
 export type ReminderStatus = Reminder["status"];
+/** The morning brief or the weekly review, as the person set it. */
+export type Routine = InferResponseType<typeof client.api.routines.$get>["brief"];
+export type RoutineChange = { on?: boolean; time?: string; days?: Routine["days"] };
 
 /** What an import adds, per kind (a dry run: what it would add). */
 export type ImportCounts = InferResponseType<typeof client.api.import.$post>["imported"];
@@ -107,6 +110,9 @@ export const api = {
   restore: (id: string) => read(memoryRoute.restore.$post(param(id))),
   setTimezone: (timezone: string) => read(client.api.me.timezone.$put({}, body(JSON.stringify({ timezone })))),
   setNotify: (choices: Partial<Me["notify"]>) => read(client.api.me.notify.$put({}, body(JSON.stringify(choices)))).then((r) => r.notify),
+  routines: () => read(client.api.routines.$get()),
+  setRoutine: (name: Routine["name"], change: RoutineChange) =>
+    read(client.api.routines[":name{brief|review}"].$put({ param: { name } }, body(JSON.stringify(change)))).then((r) => r.routine),
   facts: () => read(client.api.facts.$get()),
   correctFact: (id: string, change: FactCorrection) => read(client.api.facts[":id"].$patch(param(id), body(JSON.stringify(change)))),
   deleteFact: (id: string) => read(client.api.facts[":id"].$delete(param(id))),

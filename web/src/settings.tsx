@@ -4,6 +4,7 @@ import { api, type Me } from "./api";
 import { ErrorNote } from "./forms";
 import { ConnectedApps } from "./settings-apps";
 import { NotificationSettings } from "./settings-notifications";
+import { RoutineSettings } from "./settings-routines";
 import { DataSettings } from "./settings-data";
 import { browserTimeZone, TIMEZONE_ADOPTED_KEY } from "./timezone";
 
@@ -31,7 +32,7 @@ function TimezoneSetting({ me }: { me: Me }) {
   return (
     <>
       <h2>Timezone</h2>
-      <p className="muted">Reminders, the morning brief (08:00) and the weekly review (Sunday 18:00) follow it. Now: {saved}.</p>
+      <p className="muted">Reminders, the morning brief and the weekly review follow it. Now: {saved}.</p>
       <form className="filters" onSubmit={(e) => void save(e)}>
         <select
           aria-label="Timezone"
@@ -154,6 +155,7 @@ export function SettingsPage({ me }: { me: Me }) {
     <section className="settings" aria-label="Settings">
       <TimezoneSetting me={me} />
       <LinkedAccounts me={me} />
+      <RoutineSettings timeZone={me.timezone} />
       <NotificationSettings me={me} />
       <ConnectedApps timeZone={me.timezone} />
       <DataSettings />

@@ -18,6 +18,7 @@ import { FACT_EXTRACTION_MARKER } from "../../fact-extraction";
 import { offlineFacts } from "./offline-facts";
 import { answerAboutPerson, listed, personQuestion, profileStatements, toYou, type PersonQuestion } from "./offline-person";
 import { parseReminder, type ReminderRequest } from "./offline-time";
+import { parseRoutine, routineAnswer, routinesSaid, type RoutineRequest } from "./offline-routines";
 
 type Intent =
   | { kind: "capture"; type: string; name: string; properties: Record<string, string> }
@@ -28,6 +29,7 @@ type Intent =
   | { kind: "fact"; statements: string[] }
   | { kind: "remind"; request: ReminderRequest }
   | { kind: "reminders" }
+  | { kind: "routine"; request: RoutineRequest }
   | { kind: "person"; question: PersonQuestion }
   | { kind: "greeting" }
   | { kind: "thanks" }
@@ -85,6 +87,8 @@ function parseIntent(text: string, now = new Date(), zone = "UTC"): Intent {
   const reminder = parseReminder(clean, now, zone);
   if (reminder) return { kind: "remind", request: reminder };
   if (/^(?:\/reminders|(?:what|which|show|list|any|do i have)\b.*\breminders\b)/i.test(clean)) return { kind: "reminders" };
+  const routine = parseRoutine(clean);
+  if (routine) return { kind: "routine", request: routine };
   const question = personQuestion(clean);
   if (question) return { kind: "person", question };
 
@@ -249,6 +253,12 @@ function respond(prompt: LanguageModelV4Message[], tools: Set<string>): Language
       const waiting = listing?.reminders ?? [];
       if (waiting.length === 0) return [text('You have no reminders waiting. Try "remind me to call Ana tomorrow at 9".')];
       return [text(`Your reminders (${listing?.timezone ?? zone} time): ${waiting.map((r) => `${r.text} — ${r.when}`).join("; ")}.`)];
+    }
+    case "routine": {
+      const { request } = intent;
+      if (request.ask === "when") return step === 0 ? call("schedule_list", {}) : [text(routinesSaid(outcomes[0]?.output))];
+      if (step === 0) return call("routine_set", { routine: request.routine, ...request.change });
+      return [text(routineAnswer(request.routine, outcomes[0]?.output, zone))];
     }
     case "forget": {
       if (step === 0) return call("memory_recall", { query: intent.name, limit: 1 });

@@ -4,6 +4,7 @@
 import type { ModelMessage } from "ai";
 import type { Database } from "../../../db/database";
 import type { SourceRef } from "../../../db/repositories/memory";
+import type { RoutineName, RoutineOccurrence } from "../../schedules/routines";
 import type { Embedder } from "../../integrations/model/embeddings";
 import { refusalFor, showsThirdPartyText, type GuardedTool } from "./untrusted-memory";
 
@@ -19,6 +20,8 @@ export interface ToolContext {
   timezone?: string;
   /** Hands a stored reminder to the workflow that delivers it; false when that could not be done. */
   scheduleReminder?: (reminder: { eventId: string; at: string }) => Promise<boolean>;
+  /** Hands the next occurrence of a brief or review the person moved to its workflow; false when that could not be done. */
+  scheduleRoutine?: (name: RoutineName, occurrence: RoutineOccurrence) => Promise<boolean>;
 }
 
 export type MemoryActivity =

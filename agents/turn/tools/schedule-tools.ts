@@ -1,5 +1,5 @@
 // The reminder tools the model sees: schedule_create (once, or repeating by an RRULE: "every Monday at
-// 9") and schedule_list. Bound to this agent's person like the memory tools, guarded the same way when
+// 9"), schedule_list, and routine_set (the morning brief and weekly review moved or turned off). Bound to this agent's person like the memory tools, guarded the same way when
 // someone else's words are in view (untrusted-memory.ts), and reading times on the person's clock.
 // A reminder is handed to the workflow that delivers it (context.scheduleReminder); a repeating one is a
 // schedule whose next occurrence is such a reminder (agents/schedules/plan.ts), planned again each time
@@ -12,6 +12,7 @@ import { createReminderWithinCap, upcomingReminders } from "../../../db/reposito
 import { createSchedule } from "../../../db/repositories/schedules";
 import { formatLocal, isoLocal } from "../../../platform/local-time";
 import { planNextOccurrence } from "../../schedules/plan";
+import { changeRoutine, RoutineChange, routineView } from "../../schedules/routines";
 import { describeRule, MAX_SCHEDULES, nextOccurrences, parseRule } from "../../schedules/recurrence";
 import { thirdPartyRefusal, type ToolContext } from "./context";
 import { idempotencyKey } from "./idempotency";
@@ -65,12 +66,38 @@ export function scheduleTools(context: ToolContext): ToolSet {
       },
     }),
 
+    routine_set: tool({
+      description:
+        'Move the morning brief (by default every day at 08:00) or the weekly review (by default Sunday 18:00), or turn either off or back on: "brief at 7:15 on weekdays", "no weekly review any more". Give only what changes.',
+      inputSchema: z.object({ routine: z.enum(["brief", "review"]), ...RoutineChange.shape }),
+      execute: async ({ routine, ...change }, { messages }) => {
+        const refused = await thirdPartyRefusal("routine_set", messages, () => []);
+        if (refused) return { error: refused };
+        if (change.on === undefined && !change.time && !change.days) return { error: "say what changes: on, time or days" };
+        const changed = await changeRoutine(db, userId, routine, change, new Date());
+        if ("problem" in changed) return { error: `not changed: ${changed.problem}` };
+        const { view, planned } = changed;
+        const handed = planned ? ((await context.scheduleRoutine?.(routine, planned)) ?? false) : true;
+        return {
+          routine,
+          on: view.on,
+          repeats: view.repeats,
+          ...(view.next ? { next: isoLocal(new Date(view.next), zone()) } : {}),
+          ...(handed ? {} : { warning: "saved, but it cannot be scheduled right now" }),
+        };
+      },
+    }),
+
     schedule_list: tool({
       description:
         'The person\'s reminders still to be sent, soonest first ("what are my reminders?"), in their local time; an occurrence of a repeating one says how it repeats.',
       inputSchema: z.object({}),
       execute: async () => {
-        const upcoming = await db.withUser(userId, (tx) => upcomingReminders(tx, LISTED_REMINDERS + 1));
+        const now = new Date();
+        const { upcoming, routines } = await db.withUser(userId, async (tx) => ({
+          upcoming: await upcomingReminders(tx, LISTED_REMINDERS + 1),
+          routines: [await routineView(tx, "brief", zone(), now), await routineView(tx, "review", zone(), now)],
+        }));
         return {
           timezone: zone(),
           reminders: upcoming.slice(0, LISTED_REMINDERS).map((r) => {
@@ -78,6 +105,8 @@ export function scheduleTools(context: ToolContext): ToolSet {
             return { text: r.text, at: isoLocal(at, zone()), when: formatLocal(at, zone()), ...(r.scheduleId ? { repeating: true } : {}) };
           }),
           ...(upcoming.length > LISTED_REMINDERS ? { more: "and more later (the web app's Reminders page lists them all)" } : {}),
+          // The brief and the review come too (routine_set moves them).
+          routines: routines.map((r) => ({ routine: r.name, on: r.on, repeats: r.repeats })),
         };
       },
     }),

@@ -140,6 +140,7 @@ export type GuardedTool =
   | "memory_forget"
   | "memory_relate"
   | "schedule_create"
+  | "routine_set"
   | "fact_correct"
   | "fact_forget";
 
@@ -150,6 +151,7 @@ const ASKS: Record<GuardedTool, { words: RegExp | null; action: string }> = {
   memory_update: { words: /\b(update|change|correct|fix|edit|rename|add|set|save|note)\b/i, action: "change a memory" },
   memory_relate: { words: /\b(link|relate|connect|add|save|note)\b/i, action: "link memories" },
   schedule_create: { words: /\b(remind|reminder|reminders|schedule|alarm)\b/i, action: "set a reminder" },
+  routine_set: { words: /\b(brief|briefing|review|digest)\b/i, action: "change their brief or review" },
   fact_correct: {
     words: /\b(not|no|never|any ?more|longer|now|wrong|actually|instead|correct|change|update|fix|moved|stopped|quit)\b|n't\b/i,
     action: "correct what you know about them",

@@ -5,9 +5,13 @@
 // The brief's words stay in Postgres: "compose" writes them into the claim, "send" reads them back under
 // the person's own transaction, and what Inngest keeps of either step is whether it happened. A person
 // deleted in between has no claim left, and nothing is sent.
+// A request with `at` is an occurrence of the person's own brief routine (agents/schedules/routines.ts):
+// it sleeps until then, and, if it still stands (not moved or turned off since), plans and hands over the
+// next occurrence before composing anything, so a brief that fails for good does not end the chain.
 import { briefContents, claimDelivery, claimedDelivery, contactOf, type BriefContents } from "../../../db/repositories/digest";
 import { formatLocalTime } from "../../../platform/local-time";
 import { chosenChannels, deliverNotice } from "../../integrations/notices";
+import { planAfter, routineEvent } from "../../schedules/routines";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
 import { briefRequested } from "../events";
@@ -26,6 +30,13 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
     },
     async ({ event, step }) => {
       const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
+      if (request.at) {
+        const at = new Date(request.at);
+        await step.sleepUntil("wait-until-due", at);
+        const next = await step.run("plan-next", () => planAfter(deps.db, request.userId, "brief", at));
+        if (!next) return { sent: false, reason: "moved, turned off or set back to 08:00 since it was planned" };
+        await step.sendEvent("hand-over-next", routineEvent("brief", next));
+      }
       const composed = await step.run("compose", async () => {
         return deps.db.withUser(request.userId, async (tx) => {
           const contact = await contactOf(tx);

@@ -6,26 +6,40 @@
 // Each review is composed and sent inside its step: what Inngest keeps is counts, never its words. One
 // person whose review fails (a blocked bot, their own data) is logged and counted, and the others go on
 // (deps.ts, forOnePerson); only an outage fails the step, for Inngest to retry.
+// A person who moved their review or turned it off is not in the hourly run: their review comes as
+// review/requested at the time they set (agents/schedules/routines.ts), which sleeps until then, plans
+// and hands over the next occurrence if this one still stands, and reviews that one person.
 import { claimDelivery, peopleAtLocalHour, weekContents, type WeekContents } from "../../../db/repositories/digest";
 import { chosenChannels, deliverNotice } from "../../integrations/notices";
 import type { InngestClient } from "../client";
 import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
+import { reviewRequested } from "../events";
+import { planAfter, ROUTINE_DEFAULTS, routineEvent, WEEKDAYS } from "../../schedules/routines";
 
 const WEEK_MS = 7 * 86_400_000;
 /** A review is stale after a day: a push service drops it for a device offline longer. */
 const REVIEW_TTL_SECONDS = 86_400;
-/** Sunday (ISO weekday 7), 18:xx on the person's clock. */
-const REVIEW_WEEKDAY = 7;
-const REVIEW_HOUR = 18;
+/** By default Sunday (ISO weekday 7), 18:xx on the person's clock. */
+const REVIEW_WEEKDAY = WEEKDAYS.indexOf(ROUTINE_DEFAULTS.review.days[0]!) + 1;
+const REVIEW_HOUR = Number(ROUTINE_DEFAULTS.review.time.slice(0, 2));
 /** People per step: a step stays well inside a request's time, the run inside Inngest's step limit. */
 export const REVIEWS_PER_STEP = 25;
 
 export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
-    { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 * * * 0,1" }], retries: 3 },
-    async ({ step }) => {
+    { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 * * * 0,1" }, reviewRequested], retries: 3 },
+    async ({ event, step }) => {
+      if (event.name === reviewRequested.name) {
+        const { userId, date } = event.data;
+        const at = new Date(event.data.at);
+        await step.sleepUntil("wait-until-due", at);
+        const next = await step.run("plan-next", () => planAfter(deps.db, userId, "review", at));
+        if (!next) return { sent: false, reason: "moved, turned off or set back to Sunday 18:00 since it was planned" };
+        await step.sendEvent("hand-over-next", routineEvent("review", next));
+        return { sent: await step.run("review", () => reviewOne(deps, userId, date)) };
+      }
       const people = await step.run("people", () =>
-        deps.db.withSystem((tx) => peopleAtLocalHour(tx, REVIEW_HOUR, deps.now(), REVIEW_WEEKDAY)),
+        deps.db.withSystem((tx) => peopleAtLocalHour(tx, "review", REVIEW_HOUR, deps.now(), REVIEW_WEEKDAY)),
       );
       let sent = 0;
       let failed = 0;

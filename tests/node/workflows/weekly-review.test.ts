@@ -27,7 +27,7 @@ describe("weekly-review", () => {
     // Sunday 22 November 2026, 17:00Z: 18:00 in Berlin, 17:00 in UTC.
     const { result } = await new InngestTestEngine({
       function: testWorkflows({ now: new Date("2026-11-22T17:00:00Z") }).functions.weeklyReview,
-    }).executeStep("people");
+    }).executeStep("people", { events: [cronTick("TZ=UTC 0 * * * 0,1")] });
     expect(result).toEqual(expect.arrayContaining([{ userId: berlin.id, localDate: "2026-11-22" }]));
     const listed = (result as Array<{ userId: string }>).map((p) => p.userId);
     expect(listed).not.toContain(utc.id);

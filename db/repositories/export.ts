@@ -104,6 +104,8 @@ export async function exportMemory(tx: Tx): Promise<MemoryExport> {
       toldAt: events.toldAt,
     })
     .from(events)
+    // The brief's and the review's times are settings of this Soma, not memory (agents/schedules/routines.ts).
+    .where(ne(events.kind, "routine"))
     .orderBy(asc(events.createdAt), asc(events.id));
   const knownFacts = new Set(factRows.map((f) => f.id));
   return {
@@ -195,17 +197,19 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
     sql`id uuid, from_id uuid, to_id uuid, type text, properties jsonb, valid_from timestamptz, valid_to timestamptz, source_id uuid, created_at timestamptz`,
   );
 
+  // A file's brief or review settings ('routine' rows) are not taken: only the person sets their own.
+  const fileEvents = file.events.filter((e) => e.kind !== "routine");
   const eventIds = await keepOrDerive(
     tx,
     userId,
     "events",
-    file.events.map((e) => e.id),
+    fileEvents.map((e) => e.id),
   );
   const addedEvents = await insertRows(
     tx,
     "events",
     userId,
-    file.events.map((e) => ({
+    fileEvents.map((e) => ({
       id: eventIds.get(e.id),
       kind: e.kind,
       occurred_at: e.occurredAt,
@@ -220,7 +224,7 @@ export async function importMemory(tx: Tx, userId: string, input: MemoryExport, 
   );
   const added = new Set(addedEvents);
   // A reminder whose time passed before the import stays as it was exported and is not sent now.
-  const reminders = file.events
+  const reminders = fileEvents
     .filter((e) => e.kind === "reminder" && e.status === "scheduled" && new Date(e.occurredAt) > now && added.has(eventIds.get(e.id)!))
     .map((e) => ({ eventId: eventIds.get(e.id)!, at: new Date(e.occurredAt).toISOString() }));
   await checkAccountCaps(tx, userId, { memories: entityIds.added + addedFacts.length, futureReminders: reminders.length }, now);

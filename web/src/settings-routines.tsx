@@ -3,7 +3,6 @@
 // new time or days wait for Save. "Back to the default" appears once one was changed.
 import { useState, type FormEvent } from "react";
 import { api, type Routine, type RoutineChange } from "./api";
-import { formatWhen } from "./format";
 import { ErrorNote } from "./forms";
 import { LoadState, useLoaded } from "./loaded";
 
@@ -24,6 +23,14 @@ const ABOUT = {
   review: "What you added to your memory that week.",
 } as const;
 const DEFAULTS = { brief: { time: "08:00", days: DAYS.map(([d]) => d) as Day[] }, review: { time: "18:00", days: ["SU"] as Day[] } };
+
+/** "Mon 30 Nov, 07:15" on the person's clock. */
+function nextTime(iso: string, timeZone: string): string {
+  const at = new Date(iso);
+  const day = new Intl.DateTimeFormat("en-GB", { timeZone, weekday: "short", day: "numeric", month: "short" }).format(at);
+  const time = new Intl.DateTimeFormat("en-GB", { timeZone, hour: "2-digit", minute: "2-digit" }).format(at);
+  return `${day.replace(",", "")}, ${time}`;
+}
 
 export function RoutineSettings({ timeZone }: { timeZone: string }) {
   const { loaded, setLoaded, reload } = useLoaded(() => api.routines());
@@ -90,7 +97,7 @@ function RoutineForm({ routine, timeZone, onSaved }: { routine: Routine; timeZon
       {routine.on ? (
         <p>
           Comes {routine.repeats}
-          {routine.next && <> · next {formatWhen(routine.next, timeZone)}</>}
+          {routine.next && <> · next {nextTime(routine.next, timeZone)}</>}
         </p>
       ) : (
         <p>Off: Soma won't send it.</p>
@@ -122,7 +129,7 @@ function RoutineForm({ routine, timeZone, onSaved }: { routine: Routine; timeZon
             ))}
           </fieldset>
         )}
-        <button type="submit" className="secondary" disabled={saving || !changed}>
+        <button type="submit" className="secondary" disabled={saving || !changed} aria-label={`Save ${title.toLowerCase()}`}>
           {saving ? "Saving…" : routine.on ? "Save" : "Save and turn on"}
         </button>
         {routine.custom && (

@@ -5,7 +5,17 @@
 import { readFileSync } from "node:fs";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { asOwner, fitsWidth, openPage, PHONE, screenshots, signInAsDeveloper, startSession, type Session } from "./harness";
+import {
+  asOwner,
+  checkLoadStates,
+  fitsWidth,
+  openPage,
+  PHONE,
+  screenshots,
+  signInAsDeveloper,
+  startSession,
+  type Session,
+} from "./harness";
 
 let session: Session;
 beforeAll(async () => {
@@ -62,8 +72,8 @@ describe("the Settings page", () => {
   let userId: string;
 
   beforeAll(async () => {
-    // The refused file below is a real 400 answer, which Chromium logs.
-    ({ page, problems } = await openPage(session.browser, { allow: /status of (400|401)/ }));
+    // The refused file below is a real 400 answer, and the brief's error state a 500, which Chromium logs.
+    ({ page, problems } = await openPage(session.browser, { allow: /status of (400|401|500)/ }));
     await signInAsDeveloper(page, session.app.url);
     ({ id: userId } = await me(page));
     await seedMemory(userId);
@@ -76,16 +86,54 @@ describe("the Settings page", () => {
     const zone = page.getByRole("combobox", { name: "Timezone" });
     expect(await zone.inputValue()).toBe("Europe/Berlin");
     expect(await zone.locator("option:checked").innerText()).toBe("Europe/Berlin (this device)");
-    expect(await page.getByRole("button", { name: "Save" }).isDisabled()).toBe(true);
+    expect(await page.getByRole("button", { name: "Save", exact: true }).isDisabled()).toBe(true);
     await page.setViewportSize(PHONE);
     await expect.poll(() => fitsWidth(page)).toBe(true);
     await screenshots(page, "settings");
     await zone.selectOption("Asia/Tokyo");
-    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("button", { name: "Save", exact: true }).click();
     await expect.poll(() => page.getByRole("status").innerText(), { timeout: 10_000 }).toBe("Saved: times now follow Asia/Tokyo.");
     expect((await me(page)).timezone).toBe("Asia/Tokyo");
     await page.reload();
     await expect.poll(() => page.getByRole("combobox", { name: "Timezone" }).inputValue(), { timeout: 10_000 }).toBe("Asia/Tokyo");
+  });
+
+  it("moves the morning brief to 07:15 on weekdays, turns the weekly review off by keyboard, and goes back to the default", async () => {
+    await checkLoadStates(page, {
+      api: "**/api/routines",
+      open: () => page.reload(),
+      what: "your brief and review",
+      shot: "settings-routines",
+      ready: async () => (await page.getByRole("form", { name: "Morning brief" }).count()) === 1,
+    });
+    const brief = page.getByRole("form", { name: "Morning brief" });
+    const review = page.getByRole("form", { name: "Weekly review" });
+    expect(await brief.innerText()).toContain("Comes every day at 08:00 · next");
+    expect(await review.innerText()).toContain("Comes every Sunday at 18:00 · next Sun");
+    await brief.getByLabel("Time").fill("07:15");
+    await brief.getByRole("checkbox", { name: "Saturday" }).uncheck();
+    await brief.getByRole("checkbox", { name: "Sunday" }).uncheck();
+    expect(await brief.getByText("Not saved yet.").count()).toBe(1);
+    await brief.getByRole("button", { name: "Save morning brief" }).click();
+    await expect.poll(() => brief.innerText(), { timeout: 10_000 }).toMatch(/Comes every weekday at 07:15 · next (Mon|Tue|Wed|Thu|Fri)/);
+    expect(await brief.getByText("Not saved yet.").count()).toBe(0);
+    // Off by keyboard: the switch takes focus and Space.
+    await review.getByRole("checkbox", { name: "On" }).focus();
+    await page.keyboard.press("Space");
+    await expect.poll(() => review.innerText(), { timeout: 10_000 }).toContain("Off: Soma won't send it.");
+    await page.setViewportSize(PHONE);
+    await expect.poll(() => fitsWidth(page)).toBe(true);
+    await brief.scrollIntoViewIfNeeded();
+    await screenshots(page, "settings-brief-review");
+    // Kept: the same after a reload, in Tokyo time.
+    await page.reload();
+    await expect
+      .poll(() => page.getByRole("form", { name: "Morning brief" }).innerText(), { timeout: 10_000 })
+      .toContain("Comes every weekday at 07:15");
+    expect(await review.innerText()).toContain("Off: Soma won't send it.");
+    await brief.getByRole("button", { name: "Back to the default" }).click();
+    await expect.poll(() => brief.innerText(), { timeout: 10_000 }).toContain("Comes every day at 08:00");
+    expect(await brief.getByRole("button", { name: "Back to the default" }).count()).toBe(0);
   });
 
   it("shows Telegram and Gmail as they are, with how to link and a connect button", async () => {

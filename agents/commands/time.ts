@@ -17,6 +17,7 @@ import {
 import { formatLocal, resolveTimeZone } from "../../platform/local-time";
 import { listSchedules } from "../../db/repositories/schedules";
 import { describeRule } from "../schedules/recurrence";
+import { routineView } from "../schedules/routines";
 
 const TIMEZONE_HOW_TO = "Set it with /timezone <city or zone>, e.g. /timezone Berlin or /timezone America/New_York.";
 
@@ -43,25 +44,34 @@ export async function timezoneCommand(db: Database, userId: string, argument: st
 
 /** /reminders: the upcoming reminders, numbered for /cancel, in the person's local time. */
 export async function remindersCommand(db: Database, userId: string): Promise<string> {
-  const { zone, upcoming, schedules } = await db.withUser(userId, async (tx) => {
+  const now = new Date();
+  const { zone, upcoming, schedules, routines } = await db.withUser(userId, async (tx) => {
     const zone = await personZone(tx);
     const upcoming = await upcomingReminders(tx, LISTED_LIMIT + 1);
     const schedules = await listSchedules(tx);
+    const routines = [await routineView(tx, "brief", zone, now), await routineView(tx, "review", zone, now)];
     // An empty list is remembered too: a /cancel 2 after it must not reach an older list.
     await rememberShownList(
       tx,
       userId,
       upcoming.slice(0, LISTED_LIMIT).map((r) => r.id),
     );
-    return { zone, upcoming, schedules };
+    return { zone, upcoming, schedules, routines };
   });
+  // The brief and the review, which the person can move by saying so (routine_set).
+  const [brief, review] = routines.map((r) => (r.on ? r.repeats : "off"));
+  const routinePart = ["", `Morning brief: ${brief} · Weekly review: ${review}`];
   // Repeating ones with their rule in words ("every week on Monday at 09:00"), paused ones said so.
   const repeating = schedules.map(
     (r) => `• ${clip(r.text, LINE_TEXT)} — ${describeRule(r.rule, r.start)}${r.status === "paused" ? " (paused)" : ""}`,
   );
   const repeatingPart = repeating.length ? ["", "Repeating:", ...repeating] : [];
   if (upcoming.length === 0)
-    return ['You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".', ...repeatingPart].join("\n");
+    return [
+      'You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".',
+      ...repeatingPart,
+      ...routinePart,
+    ].join("\n");
   const lines = upcoming
     .slice(0, LISTED_LIMIT)
     .map((r, i) => `${i + 1}. ${formatLocal(new Date(r.at), zone)} — ${clip(r.text, LINE_TEXT)}${r.scheduleId ? " (repeats)" : ""}`);
@@ -70,6 +80,7 @@ export async function remindersCommand(db: Database, userId: string): Promise<st
     `Your upcoming reminders (${zone} time):`,
     ...lines,
     ...repeatingPart,
+    ...routinePart,
     "",
     "Cancel one with /cancel <number>, e.g. /cancel 1",
   ].join("\n");

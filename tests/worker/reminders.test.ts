@@ -69,6 +69,8 @@ describe("/reminders and /cancel in Telegram", () => {
         `1. ${berlin(mum)} — Call mum`,
         `2. ${berlin(dentist)} — Dentist`,
         "",
+        "Morning brief: every day at 08:00 · Weekly review: every Sunday at 18:00",
+        "",
         "Cancel one with /cancel <number>, e.g. /cancel 1",
       ].join("\n"),
     );
@@ -80,6 +82,8 @@ describe("/reminders and /cancel in Telegram", () => {
       [
         `Your upcoming reminders (Europe/Berlin time):`,
         `1. ${berlin(mum)} — Call mum`,
+        "",
+        "Morning brief: every day at 08:00 · Weekly review: every Sunday at 18:00",
         "",
         "Cancel one with /cancel <number>, e.g. /cancel 1",
       ].join("\n"),
@@ -104,11 +108,40 @@ describe("/reminders and /cancel in Telegram", () => {
     expect(await statuses(userId)).toEqual({ First: "delivered", Second: "cancelled", Sooner: "scheduled" });
   });
 
+  it("lists a repeating reminder by its rule, and the brief and the review as the person moved them by saying so", async () => {
+    const chatId = newChatId();
+    const [, repeating, brief, review, list] = await converse(chatId, [
+      "/start",
+      "remind me every Monday at 9 to water the plants",
+      "brief at 7:15 on weekdays",
+      "turn off the weekly review",
+      "/reminders",
+    ]);
+    expect(repeating).toMatch(/^Repeating reminder set: water the plants, every week on Monday at 09:00 \(next: Monday /);
+    expect(brief).toMatch(/^Done: your morning brief now comes every weekday at 07:15 \(next: \d{4}-\d\d-\d\d 07:15, UTC\)\./);
+    expect(review).toMatch(/^Your weekly review is off\./);
+    expect(list).toMatch(/^Your upcoming reminders \(UTC time\):\n1\. \w{3} \d+ \w{3}, 09:00 — water the plants \(repeats\)\n/);
+    expect(list).toContain(
+      [
+        "Repeating:",
+        "• water the plants — every week on Monday at 09:00",
+        "",
+        "Morning brief: every weekday at 07:15 · Weekly review: off",
+      ].join("\n"),
+    );
+  });
+
   it("answers a /cancel before any list, after an empty list, and for a reminder being sent", async () => {
     const chatId = newChatId();
     const replies = await converse(chatId, ["/start", "/cancel 1", "/reminders", "/cancel 1"]);
     expect(replies[1]).toBe("Send /reminders first: it numbers your upcoming reminders, then /cancel <number> cancels one.");
-    expect(replies[2]).toBe('You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".');
+    expect(replies[2]).toBe(
+      [
+        'You have no upcoming reminders. Ask me for one, e.g. "remind me to call mum tomorrow at 9".',
+        "",
+        "Morning brief: every day at 08:00 · Weekly review: every Sunday at 18:00",
+      ].join("\n"),
+    );
     expect(replies[3]).toBe(
       "There is no reminder 1 in the list I showed you last (it was empty). Send /reminders to see your reminders now.",
     );

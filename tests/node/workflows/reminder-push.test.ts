@@ -1,7 +1,8 @@
 // Guards issue 27's reminders by Web Push: reminder-deliver (the real function, @inngest/test) pushes a
 // web-only person's reminder to each of their devices through a strict push-service stand-in (VAPID
 // checked, aes128gcm decrypted with the device's keys), exactly once under a redelivered event, high
-// urgency and stale after an hour; a person with Telegram too gets it on both; a push service that is
+// urgency and stale after an hour, and once through a restart between its send and Inngest's record of
+// it; a person with Telegram too gets it on both; a push service that is
 // down fails the push step (Inngest retries it) and it goes out once when it is back; a subscription
 // that is gone (410) is pruned, and with no device left the reminder is undeliverable, never lost silently.
 import { rootCertificates } from "node:tls";
@@ -79,6 +80,27 @@ describe("reminders by Web Push", () => {
     });
     expect(await status(person.id, event.data.eventId)).toBe("delivered");
     expect(push.refused).toEqual([]);
+  });
+
+  // A restart: the process ran the push step — the push went out and was noted in the row — and died
+  // before Inngest recorded the step. Inngest runs the function again with what it did record (the
+  // claim, the sleep), so the push step runs a second time: it finds its send noted and sends nothing.
+  it("pushes it once through a restart between the send and Inngest's record of it", async () => {
+    const person = await newPerson();
+    const device = await subscribe(person.id);
+    const event = await scheduled(person.id, "take the cake out");
+    const fn = workflows.functions.reminderDeliver;
+    // The first run: the push goes out; its "finish" never runs (the process is gone), so the row stays claimed.
+    await runOnce(fn, event, { steps: [...elapsed(), { id: "finish", handler: () => undefined }] });
+    expect(await status(person.id, event.data.eventId)).toBe("delivering");
+    expect(push.messages.filter((m) => m.device === device.id)).toHaveLength(1);
+    // What Inngest recorded before the process died: the claim (the push step's outcome was lost).
+    const recorded = { claimed: true, telegram: false, push: true };
+    const again = await runOnce(fn, event, { steps: [...elapsed(), { id: "claim", handler: () => recorded }] });
+    expect(again.error).toBeUndefined();
+    expect(again.result).toEqual({ delivered: true, channels: ["push"] });
+    expect(push.messages.filter((m) => m.device === device.id).map((m) => m.payload.body)).toEqual(["take the cake out"]);
+    expect(await status(person.id, event.data.eventId)).toBe("delivered");
   });
 
   // With two channels the sends are parallel steps, which @inngest/test runs in racing chains; so each

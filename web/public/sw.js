@@ -107,17 +107,18 @@ self.addEventListener("push", (event) => {
 
 self.addEventListener("notificationclick", (event) => {
   event.notification.close();
-  const target = new URL(event.notification.data?.url ?? "/app", self.location.origin).href;
-  event.waitUntil(
-    (async () => {
-      const open = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
-      const same = open.find((client) => client.url === target) ?? open.find((client) => new URL(client.url).pathname.startsWith("/app"));
-      if (same) {
-        await same.focus();
-        if (same.url !== target && "navigate" in same) await same.navigate(target);
-        return;
-      }
-      await self.clients.openWindow(target);
-    })(),
-  );
+  event.waitUntil(openNotice(event.notification.data?.url));
 });
+
+/**
+ * The page a notice names (within /app), in a window of Soma already open if there is one — brought
+ * forward and taken there — else in a new one. A window that cannot be focused is still taken there.
+ */
+async function openNotice(url) {
+  const target = new URL(typeof url === "string" && url.startsWith("/app") ? url : "/app", self.location.origin).href;
+  const open = await self.clients.matchAll({ type: "window", includeUncontrolled: true });
+  const same = open.find((client) => client.url === target) ?? open.find((client) => new URL(client.url).pathname.startsWith("/app"));
+  if (!same) return self.clients.openWindow(target);
+  if (same.url !== target && "navigate" in same) await same.navigate(target);
+  await same.focus().catch(() => {});
+}

@@ -131,6 +131,18 @@ describe("notifications in Settings", () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await shown()).toHaveLength(1);
+    // A tap: Chromium has no way to click a notification from a test, so its service worker is asked to do
+    // what its notificationclick handler does with that notification (openNotice): the open window goes there.
+    expect(new URL(page.url()).pathname).toBe("/app");
+    const worker = page
+      .context()
+      .serviceWorkers()
+      .find((w) => new URL(w.url()).pathname === "/sw.js");
+    expect(worker).toBeDefined();
+    await worker!.evaluate("self.registration.getNotifications().then(([notice]) => openNotice(notice.data.url))");
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 10_000 }).toBe("/app/reminders");
+    await expect.poll(() => page.getByRole("heading", { name: "Upcoming" }).count(), { timeout: 10_000 }).toBe(1);
+    await screenshots(page, "notification-opened-reminders");
     expect(problems).toEqual([]);
   });
 });

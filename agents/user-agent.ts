@@ -1,11 +1,9 @@
-// UserAgent: one Durable Object per person, named by users.id (worker/agent-routing.ts picks it; a
-// client never does). It owns the person's conversation — one thread for Telegram and the web —, a
-// durable inbox of Telegram messages with processed-id dedupe (agents/inbox.ts), and the per-person
-// rate limits (agents/rate-limit.ts), each kept in its own SQLite. Memory lives in Postgres and is
-// reached only through Database.withUser with this agent's name. Telegram messages go through the durable inbox (agents/inbox.ts): stored before they are
-// acknowledged, answered one at a time in update_id order, exactly once, across restarts and outages;
-// what a Telegram turn does with the conversation (read the message, draft the reply, keep a message
-// given up on with the apology) is agents/telegram-turn.ts.
+// UserAgent: one Durable Object per person, named by users.id (worker/agent-routing.ts picks it; a client
+// never does). It owns the person's conversation — one thread for Telegram and the web —, a durable inbox of
+// Telegram messages (agents/inbox.ts: stored before they are acknowledged, answered one at a time in
+// update_id order, exactly once, across restarts and outages; a turn's own steps: agents/telegram-turn.ts),
+// the per-person rate limits (agents/rate-limit.ts), and in dev mode the deliveries no workflow engine took
+// (agents/local-runs.ts), each in its own SQLite. Memory lives in Postgres, reached through Database.withUser.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel } from "ai";
@@ -38,6 +36,7 @@ import { answerCommand, WELCOME } from "./commands/index";
 import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-sender";
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
 import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
+import { type LocalEvent, planLocalRun, runLocally } from "./local-runs";
 
 /** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
 const NAME_KEY = "__ps_name";
@@ -111,10 +110,8 @@ export class UserAgent extends AIChatAgent<Env> {
     return this.name;
   }
 
-  /**
-   * Stores a Telegram message and returns at once; the reply is sent by the inbox drain.
-   * `duplicate` when this update was seen before, `rate_limited` when the person is over the limit.
-   */
+  /** Stores a Telegram message and returns at once; the reply is sent by the inbox drain. `duplicate` when this
+   * update was seen before, `rate_limited` when the person is over the limit. */
   async enqueueTelegramMessage(input: TelegramInput): Promise<{ status: "queued" | "duplicate" | "rate_limited" | "erased" }> {
     if (await this.#erased()) return { status: "erased" };
     const item = telegramItem(input);
@@ -181,6 +178,15 @@ export class UserAgent extends AIChatAgent<Env> {
     await this.#getInbox().watchdog();
   }
 
+  /** A delivery no workflow engine took (dev mode without a dev server) runs here at its time (agents/local-runs.ts). */
+  async runHere(event: LocalEvent): Promise<void> {
+    await planLocalRun(this, event);
+  }
+  /** The schedule callback of a local run: resumed from its kept steps, retried when it fails. */
+  async localRun(event: LocalEvent): Promise<void> {
+    await runLocally(this, this.env, this.#db(), event);
+  }
+
   /** Resolves once every stored input has been answered or is waiting for a retry (tests, operators). */
   async settle(): Promise<{ pending: number }> {
     await this.#getInbox().kick();
@@ -244,11 +250,8 @@ export class UserAgent extends AIChatAgent<Env> {
     if (last && !isTelegramMessageId(last.id)) await forgetImages(this.#conversationHost());
   }
 
-  /**
-   * The whole conversation as stored, oldest first, with dates: the export's `conversation` as JSON
-   * (GET /api/export; message metadata is free-form, which RPC's types cannot carry, so the caller
-   * parses it with ExportedConversation).
-   */
+  /** The whole conversation as stored, oldest first, with dates: the export's `conversation` as JSON (GET /api/export;
+   * free-form message metadata cannot cross RPC's types, so the caller parses it with ExportedConversation). */
   async transcript(): Promise<string> {
     return JSON.stringify(await this.#conversation());
   }
@@ -259,10 +262,8 @@ export class UserAgent extends AIChatAgent<Env> {
     return storedConversation(this.sessions.session(), () => new Map(times().map((t) => [t.id, t.created_at])));
   }
 
-  /**
-   * Adds the words of an export's conversation after the one this agent has (agents/conversation-transfer.ts):
-   * marked as imported, each message once however often the file is imported.
-   */
+  /** Adds the words of an export's conversation after the one this agent has (agents/conversation-transfer.ts):
+   * marked as imported, each message once however often the file is imported. */
   async importConversation(file: ImportMessage[], exportedAt: string): Promise<{ status: "ok"; added: number } | { status: "erased" }> {
     const messages = ImportedConversation.parse(file);
     if (await this.#erased()) return { status: "erased" };
@@ -309,6 +310,7 @@ export class UserAgent extends AIChatAgent<Env> {
       failed: (messageId, failure) => this.#turnFailures.set(messageId, failure),
       present: () => !this.getConnections()[Symbol.iterator]().next().done,
       waitUntil: (work) => this.ctx.waitUntil(work),
+      runHere: (event) => this.runHere(event),
     });
     return createUIMessageStreamResponse({ stream });
   }
@@ -422,12 +424,9 @@ export class UserAgent extends AIChatAgent<Env> {
     return (await this.#db().ping(2000)) ? "permanent" : "transient";
   }
 
+  /** "typing…" in the chat (nothing without a bot). */
   #showTyping(chatId: number): void {
-    try {
-      void this.#sender().typing(chatId);
-    } catch {
-      // no bot configured: nothing to show
-    }
+    if (this.#config.TELEGRAM_BOT_TOKEN) void this.#sender().typing(chatId);
   }
 
   /** The configuration, read from the bindings once. */

@@ -224,7 +224,7 @@ async function inngestDevServer(dev: string): Promise<string> {
     await fetch(address, { signal: AbortSignal.timeout(700) });
     return `the Inngest dev server at ${address}`;
   } catch {
-    return "none running: reminders and briefs wait for the Inngest dev server (npx inngest-cli dev; README, Background workflows)";
+    return "none running: Soma delivers reminders itself; the 08:00 brief and the Sunday review wait for one (npx inngest-cli dev; README, Background workflows)";
   }
 }
 

@@ -75,7 +75,7 @@ export const RoutineChange = z
 export type RoutineChange = z.infer<typeof RoutineChange>;
 
 /** Why a change cannot be kept, or null. */
-export function routineProblem(name: RoutineName, setting: RoutineSetting): string | null {
+function routineProblem(name: RoutineName, setting: RoutineSetting): string | null {
   if (!/^([01]\d|2[0-3]):[0-5]\d$/.test(setting.time)) return "the time must be a time of day like 07:15";
   if (setting.days.length === 0) return "it needs at least one day";
   if (setting.days.some((d) => !WEEKDAYS.includes(d))) return "days are MO, TU, WE, TH, FR, SA, SU";
@@ -86,7 +86,7 @@ export function routineProblem(name: RoutineName, setting: RoutineSetting): stri
 const ordered = (days: Weekday[]) => WEEKDAYS.filter((d) => days.includes(d));
 
 /** The RRULE of a setting: daily, or weekly on its days, at its time. */
-export function routineRule(setting: RoutineSetting): string {
+function routineRule(setting: RoutineSetting): string {
   const [hour, minute] = setting.time.split(":").map(Number) as [number, number];
   const days = ordered(setting.days);
   const on = days.length === 7 ? "FREQ=DAILY" : `FREQ=WEEKLY;BYDAY=${days.join(",")}`;
@@ -94,7 +94,7 @@ export function routineRule(setting: RoutineSetting): string {
 }
 
 /** "every day at 08:00", "every weekday at 07:15", "every Sunday at 18:00", "every Monday and Thursday at 09:00". */
-export function describeRoutine(setting: RoutineSetting): string {
+function describeRoutine(setting: RoutineSetting): string {
   const days = ordered(setting.days);
   const key = days.join(",");
   const when =

@@ -31,7 +31,7 @@ import type { MemoryActivity } from "./tools/context";
 import { turnTools } from "./tools/index";
 import { fenceForwarded } from "./tools/untrusted-memory";
 import { textOf, type MessageSource } from "../transcript";
-import { emitEvents } from "../workflows/client";
+import { handOver, type LocalEvent } from "../local-runs";
 import { reminderCreated } from "../workflows/events";
 import { routineEvent } from "../schedules/routines";
 import { afterTurn, readAfterTurn, replyReady } from "./after-turn";
@@ -68,6 +68,8 @@ export interface Turn {
   /** Whether the person has the web app open (a socket to their agent). */
   present(): boolean;
   waitUntil(work: Promise<unknown>): void;
+  /** Runs a delivery no workflow engine took in the agent at its time (dev mode: agents/local-runs.ts). */
+  runHere?(event: LocalEvent): Promise<void>;
 }
 
 /** One turn over the conversation: the model with the memory tools, bounded in steps and time. */
@@ -138,8 +140,13 @@ export function turnStream(turn: Turn) {
             timezone,
             onActivity,
             scheduleReminder: ({ eventId, at }) =>
-              emitEvents(config, reminderCreated.create({ userId: userId, eventId, at }, { id: `reminder-${eventId}` }), { agent: userId }),
-            scheduleRoutine: (name, occurrence) => emitEvents(config, routineEvent(name, occurrence), { agent: userId }),
+              handOver(
+                config,
+                reminderCreated.create({ userId, eventId, at }, { id: `reminder-${eventId}` }),
+                { agent: userId },
+                turn.runHere,
+              ),
+            scheduleRoutine: (name, occurrence) => handOver(config, routineEvent(name, occurrence), { agent: userId }, turn.runHere),
           }),
           stopWhen: isStepCount(MAX_STEPS),
           abortSignal: signal,

@@ -87,3 +87,6 @@ export const memoryImported = eventType("memory/imported", {
 });
 
 export type TurnCompleted = z.infer<typeof turnCompleted.schema>;
+export type ReminderCreated = z.infer<typeof reminderCreated.schema>;
+export type BriefRequested = z.infer<typeof briefRequested.schema>;
+export type ReviewRequested = z.infer<typeof reviewRequested.schema>;

@@ -8,7 +8,7 @@
 // schedule_create keeps at most a cap of reminders still to come (createReminderWithinCap), counted
 // under a per-person lock in the insert's transaction.
 // Every function takes a Database.withUser transaction: row-level security keeps it to one person.
-import { and, asc, desc, eq, inArray, ne, sql } from "drizzle-orm";
+import { and, asc, desc, eq, ne, sql } from "drizzle-orm";
 import type { Tx } from "../database";
 import { events, sources } from "../schema";
 

@@ -72,7 +72,7 @@ describe("a newcomer's npm start", () => {
       `  sign in   ${url}/login ("Sign in as the developer")`,
       `  database  embedded Postgres (PGlite with pgvector and pg_trgm), its files in ${soma.stateDir}/pgdata`,
       "  model     offline: built in, deterministic, no network. For a real model: AI_PROVIDER=openai-compatible AI_BASE_URL=… AI_MODEL=… (README, Try it)",
-      "  workflows none running: reminders and briefs wait for the Inngest dev server (npx inngest-cli dev; README, Background workflows)",
+      "  workflows none running: Soma delivers reminders itself; the 08:00 brief and the Sunday review wait for one (npx inngest-cli dev; README, Background workflows)",
       "  stop      Ctrl-C",
     ]);
     for (const file of ["pgdata.password", "database-worker-password"]) {

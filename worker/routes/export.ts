@@ -17,7 +17,8 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { exportFile } from "../../agents/commands/export";
-import { emitEvents } from "../../agents/workflows/client";
+import { devWithoutCloud, emitEvents } from "../../agents/workflows/client";
+import { localEvent } from "../../agents/local-runs";
 import { memoryImported, reminderCreated } from "../../agents/workflows/events";
 import { ExportedConversation, ExportEnvelope, EXPORT_VERSION, MAX_CONVERSATION_MESSAGES, SomaImport } from "../../db/export-format";
 import { importMemory, previewImport } from "../../db/repositories/export";
@@ -99,10 +100,13 @@ export const exportImport = new Hono<AppEnv>()
     const chat = await agent.importConversation(conversation, rows.exportedAt);
     // Only a deleted person's stray request gets here (deletion ends their sessions).
     if (chat.status === "erased") throw new ApiError("not_found", "This account was deleted.");
+    // Imported reminders still to come go to the delivery workflow (or, in dev mode without a dev server, the
+    // agent), as schedule_create's do (the event id is the reminder's: a second import cannot schedule a second delivery).
+    const reminders = outcome.reminders.map((r) =>
+      reminderCreated.create({ userId, eventId: r.eventId, at: r.at }, { id: `reminder-${r.eventId}` }),
+    );
     const events = [
-      // Imported reminders still to come go to the delivery workflow, as schedule_create's do (the
-      // event id is the reminder's: a second import cannot schedule a second delivery).
-      ...outcome.reminders.map((r) => reminderCreated.create({ userId, eventId: r.eventId, at: r.at }, { id: `reminder-${r.eventId}` })),
+      ...reminders,
       // The file carries no embeddings: memory-consolidate embeds the entities and facts it added. An
       // import that added none emits nothing, so a file sent again is harmless and the id may be the
       // time: a later import that adds more needs a backfill of its own. (If the event is lost, the
@@ -111,7 +115,8 @@ export const exportImport = new Hono<AppEnv>()
         ? [memoryImported.create({ userId }, { id: `memory-imported-${userId}-${Date.now()}` })]
         : []),
     ];
-    if (events.length > 0) await emitEvents(c.var.config, events, { requestId: c.var.requestId, userId });
+    const sent = events.length === 0 || (await emitEvents(c.var.config, events, { requestId: c.var.requestId, userId }));
+    if (!sent && devWithoutCloud(c.var.config)) for (const reminder of reminders) await agent.runHere(localEvent(reminder));
     return c.json({ imported: { ...outcome.added, messages: chat.added } });
   });
 

@@ -22,7 +22,8 @@ import { cancelPendingOccurrence, listSchedules, scheduleOf, updateSchedule, typ
 import type { Tx } from "../../db/database";
 import { planNextOccurrence } from "../../agents/schedules/plan";
 import { describeRule, nextOccurrences, parseRule } from "../../agents/schedules/recurrence";
-import { emitEvents } from "../../agents/workflows/client";
+import { handOver as handToDelivery } from "../../agents/local-runs";
+import { runInAgent } from "../agent-routing";
 import { reminderCreated } from "../../agents/workflows/events";
 import { zoneOrUtc } from "../../platform/local-time";
 import { limitBody } from "../body-limit";
@@ -151,9 +152,9 @@ async function change(
   return shown(result.schedule, result.zone);
 }
 
-/** An occurrence planned here, handed to its delivery (reminder-deliver). */
+/** An occurrence planned here, handed to its delivery (reminder-deliver, or the agent in dev mode). */
 async function handOver(c: Context<AppEnv>, planned: { eventId: string; at: string }): Promise<void> {
   const userId = c.var.person.id;
   const event = reminderCreated.create({ userId, ...planned }, { id: `reminder-${planned.eventId}` });
-  await emitEvents(c.var.config, event, { requestId: c.var.requestId, userId });
+  await handToDelivery(c.var.config, event, { requestId: c.var.requestId, userId }, runInAgent(c.env, userId));
 }

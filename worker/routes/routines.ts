@@ -9,7 +9,8 @@
 import { Hono } from "hono";
 import { profileOf } from "../../db/repositories/people";
 import { changeRoutine, RoutineChange, routineEvent, routineView, type RoutineName } from "../../agents/schedules/routines";
-import { emitEvents } from "../../agents/workflows/client";
+import { handOver } from "../../agents/local-runs";
+import { runInAgent } from "../agent-routing";
 import { zoneOrUtc } from "../../platform/local-time";
 import { limitBody } from "../body-limit";
 import { rateLimited } from "../rate-budget";
@@ -41,7 +42,7 @@ export const routines = new Hono<AppEnv>()
     const changed = await changeRoutine(c.var.db, userId, name, body, new Date());
     if ("problem" in changed) throw new ApiError("bad_request", `That cannot be kept: ${changed.problem}.`);
     if (changed.planned) {
-      await emitEvents(c.var.config, routineEvent(name, changed.planned), { requestId: c.var.requestId, userId });
+      await handOver(c.var.config, routineEvent(name, changed.planned), { requestId: c.var.requestId, userId }, runInAgent(c.env, userId));
     }
     return c.json({ routine: changed.view });
   });

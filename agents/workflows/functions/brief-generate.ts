@@ -14,7 +14,8 @@ import { chosenChannels, deliverNotice } from "../../integrations/notices";
 import { planAfter, routineEvent } from "../../schedules/routines";
 import type { InngestClient } from "../client";
 import type { WorkflowDeps } from "../deps";
-import { briefRequested } from "../events";
+import { briefRequested, type BriefRequested } from "../events";
+import { inngestSteps, type Steps } from "../steps";
 
 /** A brief is stale by the evening: a push service drops it for a device offline longer. */
 const BRIEF_TTL_SECONDS = 12 * 3600;
@@ -28,42 +29,45 @@ export function briefGenerate(inngest: InngestClient, deps: WorkflowDeps) {
       concurrency: { key: "event.data.userId", limit: 1 },
       retries: 3,
     },
-    async ({ event, step }) => {
-      const request = event.data; // validated against briefRequested by the SDK (EventValidationError, not retried)
-      if (request.at) {
-        const at = new Date(request.at);
-        await step.sleepUntil("wait-until-due", at);
-        const next = await step.run("plan-next", () => planAfter(deps.db, request.userId, "brief", at));
-        if (!next) return { sent: false, reason: "moved, turned off or set back to 08:00 since it was planned" };
-        await step.sendEvent("hand-over-next", routineEvent("brief", next));
-      }
-      const composed = await step.run("compose", async () => {
-        return deps.db.withUser(request.userId, async (tx) => {
-          const contact = await contactOf(tx);
-          // Nobody to send it to (no Telegram chat, no device with notifications on): nothing is composed.
-          const { channels } = await chosenChannels(tx, deps, "brief");
-          if (!contact || (!channels.telegram && !channels.push)) return null;
-          const text = composeBrief(await briefContents(tx, deps.now()), contact);
-          if (!text) return null;
-          // Claimed in the same transaction as it is composed: a second request for this date finds it taken.
-          return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { claimed: true } : null;
-        });
-      });
-      if (!composed) return { sent: false };
-      const sent = await step.run("send", async () => {
-        const text = await deps.db.withUser(request.userId, (tx) => claimedDelivery(tx, "brief", request.date));
-        if (text === null) return false;
-        const took = await deliverNotice(deps, request.userId, "brief", {
-          text,
-          title: "Your morning brief",
-          url: "/app/reminders",
-          options: { ttlSeconds: BRIEF_TTL_SECONDS, urgency: "normal", topic: "brief" },
-        });
-        return took.telegram || took.push;
-      });
-      return { sent };
-    },
+    // event.data validated against briefRequested by the SDK (EventValidationError, not retried)
+    async ({ event, step }) => sendBrief(deps, event.data, inngestSteps(step)),
   );
+}
+
+/** One person's brief for one date, on Inngest's steps or the agent's own (agents/local-runs.ts). */
+export async function sendBrief(deps: WorkflowDeps, request: BriefRequested, step: Steps) {
+  if (request.at) {
+    const at = new Date(request.at);
+    await step.sleepUntil("wait-until-due", at);
+    const next = await step.run("plan-next", () => planAfter(deps.db, request.userId, "brief", at));
+    if (!next) return { sent: false, reason: "moved, turned off or set back to 08:00 since it was planned" };
+    await step.sendEvent("hand-over-next", routineEvent("brief", next));
+  }
+  const composed = await step.run("compose", async () => {
+    return deps.db.withUser(request.userId, async (tx) => {
+      const contact = await contactOf(tx);
+      // Nobody to send it to (no Telegram chat, no device with notifications on): nothing is composed.
+      const { channels } = await chosenChannels(tx, deps, "brief");
+      if (!contact || (!channels.telegram && !channels.push)) return null;
+      const text = composeBrief(await briefContents(tx, deps.now()), contact);
+      if (!text) return null;
+      // Claimed in the same transaction as it is composed: a second request for this date finds it taken.
+      return (await claimDelivery(tx, request.userId, "brief", request.date, text)) ? { claimed: true } : null;
+    });
+  });
+  if (!composed) return { sent: false };
+  const sent = await step.run("send", async () => {
+    const text = await deps.db.withUser(request.userId, (tx) => claimedDelivery(tx, "brief", request.date));
+    if (text === null) return false;
+    const took = await deliverNotice(deps, request.userId, "brief", {
+      text,
+      title: "Your morning brief",
+      url: "/app/reminders",
+      options: { ttlSeconds: BRIEF_TTL_SECONDS, urgency: "normal", topic: "brief" },
+    });
+    return took.telegram || took.push;
+  });
+  return { sent };
 }
 
 /** The brief's text, or null when there is nothing worth a message. */

@@ -13,7 +13,8 @@ import { claimDelivery, peopleAtLocalHour, weekContents, type WeekContents } fro
 import { chosenChannels, deliverNotice } from "../../integrations/notices";
 import type { InngestClient } from "../client";
 import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
-import { reviewRequested } from "../events";
+import { reviewRequested, type ReviewRequested } from "../events";
+import { inngestSteps, type Steps } from "../steps";
 import { planAfter, ROUTINE_DEFAULTS, routineEvent, WEEKDAYS } from "../../schedules/routines";
 
 const WEEK_MS = 7 * 86_400_000;
@@ -29,15 +30,7 @@ export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
   return inngest.createFunction(
     { id: "weekly-review", name: "Weekly review", triggers: [{ cron: "TZ=UTC 0 * * * 0,1" }, reviewRequested], retries: 3 },
     async ({ event, step }) => {
-      if (event.name === reviewRequested.name) {
-        const { userId, date } = event.data;
-        const at = new Date(event.data.at);
-        await step.sleepUntil("wait-until-due", at);
-        const next = await step.run("plan-next", () => planAfter(deps.db, userId, "review", at));
-        if (!next) return { sent: false, reason: "moved, turned off or set back to Sunday 18:00 since it was planned" };
-        await step.sendEvent("hand-over-next", routineEvent("review", next));
-        return { sent: await step.run("review", () => reviewOne(deps, userId, date)) };
-      }
+      if (event.name === reviewRequested.name) return reviewOccurrence(deps, event.data, inngestSteps(step));
       const people = await step.run("people", () =>
         deps.db.withSystem((tx) => peopleAtLocalHour(tx, "review", REVIEW_HOUR, deps.now(), REVIEW_WEEKDAY)),
       );
@@ -59,6 +52,16 @@ export function weeklyReview(inngest: InngestClient, deps: WorkflowDeps) {
       return { people: people.length, sent, ...(failed ? { failed } : {}) };
     },
   );
+}
+
+/** An occurrence of a review the person moved, on Inngest's steps or the agent's own (agents/local-runs.ts). */
+export async function reviewOccurrence(deps: WorkflowDeps, request: ReviewRequested, step: Steps) {
+  const at = new Date(request.at);
+  await step.sleepUntil("wait-until-due", at);
+  const next = await step.run("plan-next", () => planAfter(deps.db, request.userId, "review", at));
+  if (!next) return { sent: false, reason: "moved, turned off or set back to Sunday 18:00 since it was planned" };
+  await step.sendEvent("hand-over-next", routineEvent("review", next));
+  return { sent: await step.run("review", () => reviewOne(deps, request.userId, request.date)) };
 }
 
 /** Composes, claims and sends one person's review; false when there was nothing to send (or it was sent before). */

@@ -86,14 +86,27 @@ export async function planLocalRun(host: LocalHost, event: LocalEvent, at = dueA
 
 /** One local run (an agent schedule's callback): resumed from its kept steps, retried when it fails. */
 export async function runLocally(host: LocalHost, env: Env, db: Database, event: LocalEvent): Promise<void> {
+  // One run of an event at a time (its schedule and a retry never overlap it): the kept steps are its own.
+  if (running.has(event.id)) return;
+  running.add(event.id);
+  try {
+    await attemptRun(host, env, db, event);
+  } finally {
+    running.delete(event.id);
+  }
+}
+
+/** Runs in progress in this isolate, by event id. */
+const running = new Set<string>();
+
+async function attemptRun(host: LocalHost, env: Env, db: Database, event: LocalEvent): Promise<void> {
   const store = new StepStore(host.sql.bind(host) as ObjectSql, event.id);
   const attempt = store.attempt();
   try {
-    const outcome = await runDelivery(
-      workflowDepsFromEnv(env, db),
-      event,
-      store.steps((next) => planLocalRun(host, localEvent(next))),
-    );
+    // As under Inngest, a step that fails ends this attempt (its run is tried again later, the steps that
+    // succeeded kept): the function sees a step's failure only on the last attempt.
+    const steps = store.steps((next) => planLocalRun(host, localEvent(next)), attempt >= ATTEMPTS);
+    const outcome = await Promise.race([runDelivery(workflowDepsFromEnv(env, db), event, steps), store.failed]);
     store.clear();
     logJson("info", {
       agent: String(event.data.userId),
@@ -132,10 +145,14 @@ function runDelivery(deps: WorkflowDeps, event: LocalEvent, steps: Steps): Promi
 class StepStore {
   readonly #sql: ObjectSql;
   readonly #run: string;
+  /** Rejects with the first step that fails (while steps are not final). */
+  readonly failed: Promise<never>;
+  #fail: (error: unknown) => void = () => {};
 
   constructor(sql: ObjectSql, run: string) {
     this.#sql = sql;
     this.#run = run;
+    this.failed = new Promise<never>((_, reject) => (this.#fail = reject));
     sql`create table if not exists local_steps (run text not null, step text not null, output text not null, primary key (run, step))`;
   }
 
@@ -151,11 +168,20 @@ class StepStore {
     this.#sql`delete from local_steps where run = ${this.#run}`;
   }
 
-  steps(handOver: (event: HandedOver) => Promise<void>): Steps {
+  /** The run's steps; a failing step ends the attempt (`failed`), unless `final`: then the function sees it. */
+  steps(handOver: (event: HandedOver) => Promise<void>, final: boolean): Steps {
     const once = async <T>(step: string, work: () => Promise<T>): Promise<T> => {
       const [kept] = this.#sql<{ output: string }>`select output from local_steps where run = ${this.#run} and step = ${step}`;
       if (kept) return JSON.parse(kept.output) as T;
-      const output = await work();
+      let output: T;
+      try {
+        output = await work();
+      } catch (error) {
+        if (final) throw error;
+        this.#fail(error);
+        // The function never goes past a failed step in this attempt (an abandoned promise, as Inngest leaves it).
+        return new Promise<T>(() => {});
+      }
       this.#keep(step, output ?? null);
       return output;
     };

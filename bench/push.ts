@@ -6,6 +6,8 @@
 //   reminder: from the moment a due reminder's run wakes to the push service accepting the push
 //             (claim, channel choice, the device's subscription opened, RFC 8291 encryption, the
 //             POST, the row finished), BENCH_PUSH_REMINDERS of them, one at a time and 20 at once
+//   fan-out:  the hourly brief fan-out's query (who is at 08:00) over those people, every tenth of whom
+//             moved their brief (left out: their occurrences are delayed events of their own)
 //   briefs:   BENCH_PUSH_BRIEFS people (10,000) whose briefs fall due in the same minute, each with one
 //             device: the time until the push service has every brief, 50 runs at once (as Inngest's
 //             concurrency would run them), then every request delivered again: no brief twice
@@ -17,6 +19,8 @@ import { Agent, setGlobalDispatcher } from "undici";
 import { OfflineModel } from "../agents/integrations/model/offline-model";
 import { localEmbedder } from "../agents/integrations/model/embeddings";
 import { createWorkflows } from "../agents/workflows";
+import { changeRoutine } from "../agents/schedules/routines";
+import { peopleAtLocalHour } from "../db/repositories/digest";
 import type { WorkflowDeps } from "../agents/workflows/deps";
 import { Database } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
@@ -140,6 +144,22 @@ async function main() {
     },
   );
   if (process.env.BENCH_PUSH_MEMORY) console.log("heap after people", Math.round(process.memoryUsage().heapUsed / 1e6), "MB");
+
+  // ---- the hourly brief fan-out: who is due at 08:00, one query over everyone reachable ----
+  // Every tenth person moved their brief (their own chain of delayed events): the fan-out leaves them out.
+  await pool(
+    briefPeople.filter((_, i) => i % 10 === 0),
+    16,
+    async (p) => void (await changeRoutine(db, p.userId, "brief", { time: "07:15" }, new Date())),
+  );
+  const eight = new Date(`${new Date().toISOString().slice(0, 10)}T08:00:00Z`);
+  const fanOut: number[] = [];
+  let fannedOut = 0;
+  for (let i = 0; i < 25; i++) {
+    const started = performance.now();
+    fannedOut = (await db.withSystem((tx) => peopleAtLocalHour(tx, "brief", 8, eight))).length;
+    if (i >= 5) fanOut.push(performance.now() - started);
+  }
   push.messages.length = 0;
   const date = new Date().toISOString().slice(0, 10);
   const briefRun = (p: { userId: string }) =>
@@ -166,6 +186,13 @@ async function main() {
       summary(sequential).p50,
       summary(sequential).p95,
       summary(sequential).p99,
+    ],
+    [
+      `hourly brief fan-out: who is at 08:00 among ${BRIEFS + people.length} reachable people (${fannedOut} found; every tenth moved theirs)`,
+      fanOut.length,
+      summary(fanOut).p50,
+      summary(fanOut).p95,
+      summary(fanOut).p99,
     ],
     [
       "reminder: wake → push accepted, 20 at once",
@@ -206,6 +233,7 @@ async function main() {
   writeResults("push", "Web Push: reminders and briefs (npm run bench:push)", table, {
     server,
     reminders: { sequential: summary(sequential), concurrent: summary(concurrent) },
+    fanOut: { people: BRIEFS + people.length, found: fannedOut, ...summary(fanOut) },
     briefs: { people: BRIEFS, concurrency: BRIEF_CONCURRENCY, delivered: firstRound, seconds: round(briefMs / 1000), duplicates, missing },
     refused: push.refused.length,
   });

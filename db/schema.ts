@@ -116,18 +116,23 @@ export const authGroupChatNotices = auth.table("group_chat_notices", {
 // ---------------------------------------------------------------------------------------------
 
 /** One row per person, mirrored from auth.users by a trigger (db/sql/0300_triggers.sql). */
-export const users = pgTable("users", {
-  id: uuid("id")
-    .primaryKey()
-    .references(() => authUsers.id, { onDelete: "cascade" }),
-  displayName: text("display_name").notNull().default(""),
-  timezone: text("timezone").notNull().default("UTC"),
-  telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
-  telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
-  notify: jsonb("notify").$type<Record<string, string>>().notNull().default({}),
-  createdAt: createdAt(),
-  updatedAt: updatedAt(),
-});
+export const users = pgTable(
+  "users",
+  {
+    id: uuid("id")
+      .primaryKey()
+      .references(() => authUsers.id, { onDelete: "cascade" }),
+    displayName: text("display_name").notNull().default(""),
+    timezone: text("timezone").notNull().default("UTC"),
+    telegramUserId: bigint("telegram_user_id", { mode: "number" }).unique(),
+    telegramChatId: bigint("telegram_chat_id", { mode: "number" }),
+    notify: jsonb("notify").$type<Record<string, string>>().notNull().default({}),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  // The hourly fan-outs read the people of the zones where it is that hour (db/repositories/digest.ts).
+  (t) => [index("users_timezone_idx").on(t.timezone)],
+);
 
 /** Where a memory came from: a message, an email, … Unique per (user, kind, external id): ingestion is idempotent. */
 export const sources = pgTable(

@@ -14,7 +14,14 @@ import { newPerson, runOnce, sentTexts, testDb, testWorkflows } from "./harness"
 type Listed = Array<{ userId: string; localDate: string }>;
 
 async function listedAt(fn: "morningBriefCron" | "weeklyReview", now: string, step: string): Promise<Listed> {
-  const { result } = await new InngestTestEngine({ function: testWorkflows({ now: new Date(now) }).functions[fn] }).executeStep(step);
+  const tick = { name: "inngest/scheduled.timer", data: { cron: "TZ=UTC 0 * * * *" } } as const;
+  const { result, error } = await new InngestTestEngine({ function: testWorkflows({ now: new Date(now) }).functions[fn] }).executeStep(
+    step,
+    {
+      events: [tick],
+    },
+  );
+  if (error) throw error;
   return result as Listed;
 }
 

@@ -1,0 +1,168 @@
+// Guards issue 28's exactness of recall (db/repositories/recall.ts), the four ways it could miss what a
+// full search finds, each with dense embeddings made here (a seeded generator in 1024 dimensions; the
+// local embedder is sparse) and the memory a full search puts first:
+//   1. a time window holding more rows than its newest WINDOW_ROWS: an older match inside it, nearer
+//      than anything else in the window, behind more than a hundred nearer memories outside it;
+//   2. full text over a common phrase: an exact title made of common words among hundreds of names
+//      holding the same words, stored after them;
+//   3. a small person in the big shared vector index: other people's memories nearer to the question
+//      than all of theirs, more of them than the index scan looks through;
+//   4. the in-row sketch (the embeddings' signs): a match whose signs differ from the question's in
+//      its many small components, behind a hundred whose signs agree but which are further away.
+import { sql } from "drizzle-orm";
+import { describe, expect, it } from "vitest";
+import type { Person } from "../../db/repositories/auth";
+import { recallMemory, type RecallResult } from "../../db/repositories/memory";
+import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import { newPerson, testDatabase } from "./helpers";
+
+const DAY_MS = 86_400_000;
+
+/** A seeded generator (mulberry32): the same vectors every run. */
+function generator(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A dense vector of roughly normal components, unit length. */
+function dense(random: () => number): number[] {
+  const v = Array.from({ length: EMBEDDING_DIMENSIONS }, () => {
+    const u = Math.max(random(), 1e-12);
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * random());
+  });
+  return unit(v);
+}
+
+function unit(v: number[]): number[] {
+  const norm = Math.hypot(...v);
+  return v.map((x) => x / norm);
+}
+
+/** `base` moved toward a random direction by `amount` (0: the same; 1: as far again), unit length. */
+function near(base: number[], amount: number, random: () => number): number[] {
+  const noise = dense(random);
+  return unit(base.map((x, i) => x + amount * noise[i]!));
+}
+
+const literal = (v: number[]) => `[${v.map((x) => x.toFixed(6)).join(",")}]`;
+
+interface Row {
+  name: string;
+  embedding: number[] | null;
+  toldAt?: Date;
+  type?: string;
+}
+
+/** Inserts rows as the person, in the order given (the heap keeps that order). */
+async function insert(person: Person, rows: Row[]) {
+  await testDatabase().withUser(person.id, async (tx) => {
+    for (let i = 0; i < rows.length; i += 200) {
+      const batch = rows.slice(i, i + 200);
+      const values = batch.map(
+        (r) =>
+          sql`(${person.id}::uuid, ${r.type ?? "note"}, ${r.name}, ${r.name.toLowerCase()}, ${r.embedding ? literal(r.embedding) : null}::vector, ${(r.toldAt ?? new Date()).toISOString()}::timestamptz)`,
+      );
+      await tx.execute(
+        sql`insert into entities (user_id, type, name, normalized_name, embedding, told_at) values ${sql.join(values, sql`, `)}`,
+      );
+    }
+  });
+}
+
+/** `count` rows far from every question (dense, random), made by the database itself. */
+async function fillers(person: Person, count: number, name: string, from: Date, to: Date) {
+  const span = to.getTime() - from.getTime();
+  await testDatabase().withUser(person.id, (tx) =>
+    tx.execute(sql`
+      insert into entities (user_id, type, name, normalized_name, embedding, told_at)
+      select ${person.id}, 'note', ${name} || ' ' || g, ${name.toLowerCase()} || ' ' || g,
+             (select array_agg(sin(g * 7.31 + i * 1.7 + g * i * 0.013))::real[] from generate_series(1, ${EMBEDDING_DIMENSIONS}) i)::vector,
+             ${from.toISOString()}::timestamptz + (g * ${Math.floor(span / (count + 1))} * interval '1 millisecond')
+      from generate_series(1, ${count}) g`),
+  );
+}
+
+async function recall(person: Person, query: string, embedding: number[] | null, window: { since?: Date; before?: Date } = {}, limit = 20) {
+  return testDatabase().withUser(person.id, (tx) => recallMemory(tx, person.id, { query, limit, embedding, ...window }));
+}
+
+const names = (results: RecallResult[]) => results.map((r) => (r.kind === "entity" ? r.entity.name : r.fact.statement));
+
+describe("recall is exact", () => {
+  it("1. finds the nearest memory of a window busier than WINDOW_ROWS though it is the window's oldest", async () => {
+    const person = await newPerson("exact-window");
+    const random = generator(1);
+    const question = dense(random);
+    const now = Date.now();
+    // Nearer to the question than anything: 150 memories from two months ago, outside the window.
+    await insert(
+      person,
+      Array.from({ length: 150 }, (_, i) => ({ name: `harbour sketch ${i}`, embedding: near(question, 0.15, random), toldAt: new Date(now - 60 * DAY_MS) })),
+    );
+    // The window (the last 30 days): the match 25 days ago, then 2,600 newer memories unlike the question.
+    await insert(person, [{ name: "Evening by the old lighthouse", embedding: near(question, 0.4, random), toldAt: new Date(now - 25 * DAY_MS) }]);
+    await fillers(person, 2600, "shopping list", new Date(now - 10 * DAY_MS), new Date(now - DAY_MS));
+    const found = await recall(person, "that calm seaside evening", question, { since: new Date(now - 30 * DAY_MS) });
+    expect(names(found)[0]).toBe("Evening by the old lighthouse");
+    expect(found[0]!.matchedBy).toContain("vector");
+  }, 60_000);
+
+  it("2. ranks an exact title made of common words first among hundreds of names with the same words", async () => {
+    const person = await newPerson("exact-title");
+    const rows: Row[] = Array.from({ length: 300 }, (_, i) => ({
+      name: `${["Rose", "Name", "The rose"][i % 3]} ${["garden", "name tag", "of the day"][i % 3]} ${i} ${["rose", "name", "rose name"][(i + 1) % 3]}`,
+      embedding: null,
+    }));
+    rows.push({ name: "The Name of the Rose", embedding: null, type: "book" });
+    await insert(person, rows);
+    const found = await recall(person, "The Name of the Rose", null);
+    expect(names(found)[0]).toBe("The Name of the Rose");
+  }, 60_000);
+
+  it("3. finds a small person's nearest memories though other people's are nearer and more than the index scan looks through", async () => {
+    const random = generator(3);
+    const question = dense(random);
+    const crowd = await newPerson("exact-crowd");
+    await insert(
+      crowd,
+      Array.from({ length: 1500 }, (_, i) => ({ name: `crowd memory ${i}`, embedding: near(question, 0.1, random) })),
+    );
+    const small = await newPerson("exact-small");
+    const theirs = Array.from({ length: 30 }, (_, i) => ({ name: `my memory ${i}`, embedding: near(question, 0.5 + i * 0.01, random) }));
+    await insert(small, theirs);
+    // The scan's bound, scaled down with the crowd (pgvector's default is 20,000 tuples: a crowd of that many).
+    const found = await testDatabase().withUser(small.id, async (tx) => {
+      await tx.execute(sql`select set_config('hnsw.max_scan_tuples', '1000', true)`);
+      return recallMemory(tx, small.id, { query: "something I wrote down", limit: 20, embedding: question });
+    });
+    expect(names(found).slice(0, 5)).toEqual(["my memory 0", "my memory 1", "my memory 2", "my memory 3", "my memory 4"]);
+  }, 60_000);
+
+  it("4. finds a window's nearest memory whose signs differ from the question's, behind a hundred that agree in sign", async () => {
+    const person = await newPerson("exact-sketch");
+    const random = generator(4);
+    // A question with 32 large components and many small ones.
+    const large = new Set(Array.from({ length: 32 }, (_, i) => i * 31));
+    const raw = Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => (large.has(i) ? (random() < 0.5 ? -1 : 1) : (random() < 0.5 ? -0.02 : 0.02)));
+    const question = unit(raw);
+    // The match: the same large components, every small one of the other sign (cosine distance ≈ 0.05).
+    const match = unit(raw.map((x, i) => (large.has(i) ? x : -x)));
+    // A hundred that agree in every sign but weaken a third of the large components (distance ≈ 0.2).
+    const agreeing = Array.from({ length: 100 }, (_, k) =>
+      unit(raw.map((x, i) => (large.has(i) && (i + k) % 3 === 0 ? x * 0.1 : x * (1 + 0.01 * random())))),
+    );
+    const week = new Date(Date.now() - 3 * DAY_MS);
+    await insert(person, [
+      ...agreeing.map((embedding, i) => ({ name: `agreeing note ${i}`, embedding, toldAt: week })),
+      { name: "The match", embedding: match, toldAt: week },
+    ]);
+    const found = await recall(person, "zzz", question, { since: new Date(Date.now() - 7 * DAY_MS) });
+    expect(names(found)[0]).toBe("The match");
+  }, 60_000);
+});

@@ -229,6 +229,9 @@ export const entities = pgTable(
     // "Which books did I read last month?": the type's window straight from the index, not the whole
     // window filtered by type (7,000 rows read and dropped for a month at 100k).
     index("entities_user_type_recall_at_idx").on(t.userId, t.type, t.recallAt),
+    // A name that is the question itself ("The Name of the Rose"): found whatever its rank among
+    // hundreds of names with the same words (db/repositories/recall.ts).
+    index("entities_user_search_name_idx").on(t.userId, t.searchName),
   ],
 );
 

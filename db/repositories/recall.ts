@@ -66,8 +66,6 @@ const VECTOR_CANDIDATES = 20;
 const RRF_K = 60;
 /** An exact name match outranks any fused score (one list's top rank is 1/61 ≈ 0.016). */
 const EXACT_NAME_BONUS = 0.05;
-/** Full-text matches ranked per query at most. */
-const FULLTEXT_RANKED = 200;
 /** Trigram similarity from which a name counts as a (misspelled) match. */
 const TRIGRAM_MATCH = 0.3;
 /** Word similarity from which a fact's words count as a (misspelled) match. */
@@ -76,12 +74,15 @@ const FACT_TRIGRAM_MATCH = 0.5;
 const RECENCY_WEIGHT = 0.002;
 /** Small nudge toward facts the person stated surely. */
 const CONFIDENCE_WEIGHT = 0.002;
-/** A time window's rows ranked by sketch; a window holding more is also searched through HNSW. */
-export const WINDOW_ROWS = 2000;
-/** Rows whose real embedding distance is read after ranking by sketch (4× the neighbours kept). */
-export const SKETCH_CANDIDATES = 4 * VECTOR_CANDIDATES;
-/** A wide window's share of the HNSW search: the person's nearest this many, then the window. */
-const WIDE_WINDOW_CANDIDATES = 5 * VECTOR_CANDIDATES;
+/**
+ * A scope (the person's rows, of a type, in a window) of at most this many rows has every embedding
+ * compared with the question: exact, and what a small person's or a narrow window's recall costs. A
+ * larger one is searched through HNSW with its filters in the scan (pgvector's iterative scan goes on
+ * past the rows they drop).
+ */
+export const EXACT_ROWS = 1000;
+/** Facts whose real embedding distance is read after ranking by sketch, for a person past EXACT_ROWS facts. */
+export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
 /** Words from which only the beginning must match (a stem for inflected languages). */
 const STEM_FROM = 6;
 
@@ -152,72 +153,52 @@ export function recallSql(userId: string, query: RecallQuery) {
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  // With a time bound, the window's newest rows (up to WINDOW_ROWS) come straight from the
-  // (user_id[, type], recall_at) index, once: they are the list for "what did I do last week?" and the
-  // rows the vector retriever ranks.
-  const windowRows = bounded
-    ? sql`select id, search_name, sketch, ${WHEN} as at from entities where ${scope} order by ${WHEN} desc limit ${WINDOW_ROWS}`
-    : sql`select null::uuid as id, null::text as search_name, null::bit as sketch, null::timestamptz as at where false`;
+  // The scope's first EXACT_ROWS + 1 rows (ids only, from the person's index): whether it is small.
+  const scopeRows = sql`select id from entities where ${scope} limit ${EXACT_ROWS + 1}`;
+  const exactDistances = vector
+    ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
+          from scope_rows s join entities e on e.id = s.id
+          where (select small from scope_size) and e.embedding is not null`
+    : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
+  // Small: every embedding of the scope compared (exact). Large: HNSW with the scope's filters in the
+  // scan. One-time filters (the count) run one branch or the other, never both.
   const vectorHits = !vector
     ? none
-    : !bounded
-      ? sql`select id, search_name, row_number() over (order by distance) as rank from (
-              select id, search_name, embedding <=> ${vector}::vector as distance from entities
-              where ${scope} order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES}
-            ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`
-      : // A window is ranked by the embeddings' signs first (the sketch is in the row; the embedding
-        // is out of line and costs a read of its own), then the closest few by their real distance.
-        // A window holding more than WINDOW_ROWS rows is also searched through HNSW: the person's
-        // nearest WIDE_WINDOW_CANDIDATES, then the window. (With the window inside that scan the
-        // planner computed the distance of every row of it instead: 470 ms for a year at 100k.)
-        sql`select id, search_name, row_number() over (order by distance) as rank from (
-              select id, search_name, min(distance) as distance from (
-                select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
-                from (select id from window_rows order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) w
-                join entities e on e.id = w.id
-                union all
-                select id, search_name, distance from (
-                  select id, search_name, ${WHEN} as at, embedding <=> ${vector}::vector as distance from entities
-                  where ${person} and (select count(*) from window_rows) >= ${WINDOW_ROWS}
-                  order by embedding <=> ${vector}::vector limit ${WIDE_WINDOW_CANDIDATES}
-                ) nearest_of_all where true ${windowOn("at", query)}
-              ) both_ways group by id, search_name order by 3 limit ${VECTOR_CANDIDATES}
-            ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
-  // Every word must appear: selective enough for the GIN index.
+    : sql`select id, search_name, row_number() over (order by distance) as rank from (
+            (select id, search_name, distance from exact_distances order by distance limit ${VECTOR_CANDIDATES})
+            union all
+            (select id, search_name, embedding <=> ${vector}::vector as distance from entities
+             where ${scope} and not (select small from scope_size)
+             order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES})
+          ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
+  // Every word must appear: selective enough for the GIN index. Every match is ranked before the best
+  // are kept; and a name that is the question itself is a hit of its own, whatever its rank among many.
   const tsQuery = tsTerms.join(" & ");
   const fulltextHits = words.length
-    ? sql`select id, search_name, row_number() over (order by ts_rank(search, q) desc) as rank
-          from (
-            -- Ranking is the costly part; a very common word ranks at most this many matches.
-            select id, search_name, search from entities
-            where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
-          ) matches, to_tsquery('simple', ${tsQuery}) q
-          order by ts_rank(search, q) desc limit ${CANDIDATES}`
+    ? sql`select id, search_name, row_number() over (order by exact desc, r desc) as rank from (
+            select id, search_name, search_name = ${key} as exact, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
+            from entities where ${scope} and search @@ to_tsquery('simple', ${tsQuery})
+            union
+            select id, search_name, true, 1 from entities where ${scope} and search_name = ${key}
+          ) matches order by exact desc, r desc limit ${CANDIDATES}`
     : none;
-  // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
-  // similarity, which costs nothing; only when none of them is name-like and no name holds every
-  // word (then nothing is misspelled) does the statement fall back to a trigram index scan over all
-  // the person's names (one-time filters skip it otherwise). A typed question already lists every
-  // entity of the type, so it never needs the fallback.
-  const fallback = query.type
-    ? sql``
-    : sql`union
-          select id, similarity(search_name, ${phrase}) as sim from entities
-          where ${scope} and search_name % ${phrase}
-            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})
-            and not exists (select 1 from fulltext_hits)`;
-  const trigramHits = words.length
-    ? sql`select id, row_number() over (order by sim desc) as rank from (
-          select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
-          ${fallback}
-          order by sim desc limit ${CANDIDATES}
-        ) t`
-    : none;
+  // Misspellings ("Solaaris"): every name of the scope at least TRIGRAM_MATCH similar to the question
+  // (pg_trgm's `%`, whose threshold is the same, through the trigram index), the most similar first. A
+  // typed question already lists every entity of the type, so it needs none.
+  const trigramHits =
+    words.length && !query.type
+      ? sql`select id, row_number() over (order by sim desc) as rank from (
+            select id, similarity(search_name, ${phrase}) as sim from entities
+            where ${scope} and search_name % ${phrase}
+            order by sim desc limit ${CANDIDATES}
+          ) t where sim >= ${TRIGRAM_MATCH}`
+      : none;
   // "Which books…" lists the type, newest first; with a time bound, the window itself is a list
   // ("what did I do last week?"), newest first.
   const listSize = Math.max(query.limit, CANDIDATES);
   const listHits = bounded
-    ? sql`select id, row_number() over (order by at desc) as rank from window_rows order by at desc limit ${listSize}`
+    ? sql`select id, row_number() over (order by ${WHEN} desc) as rank from entities
+          where ${scope} order by ${WHEN} desc limit ${listSize}`
     : query.type
       ? sql`select id, row_number() over (order by updated_at desc) as rank
             from entities where ${scope} order by updated_at desc limit ${listSize}`
@@ -225,14 +206,13 @@ export function recallSql(userId: string, query: RecallQuery) {
 
   return sql`
     with
-    window_rows as materialized (${windowRows}),
+    scope_rows as materialized (${scopeRows}),
+    scope_size as materialized (select count(*) <= ${EXACT_ROWS} as small from scope_rows),
+    -- Materialized: the planner cannot turn this into an HNSW scan joined back to the scope (approximate).
+    exact_distances as materialized (${exactDistances}),
     vector_hits as materialized (${vectorHits}),
     fulltext_hits as materialized (${fulltextHits}),
-    fuzzy as materialized (
-      select id, similarity(search_name, ${phrase}) as sim
-      from (select id, search_name from vector_hits union select id, search_name from fulltext_hits) c
-    ),
-    trigram_hits as (${trigramHits}),
+    trigram_hits as materialized (${trigramHits}),
     list_hits as (${listHits}),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
@@ -270,12 +250,16 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
   const window = sql`${query.since ? sql`and ${when} >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and ${when} < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
-  // As for a time window of entities: ranked by the embeddings' signs, which are in the row, and only
-  // the closest few read their out-of-line embedding for the real distance.
+  // Every live fact's real distance (exact) while the person holds at most EXACT_ROWS of them; past
+  // that, ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES
+  // read their out-of-line embedding.
   const nearest = vector
-    ? sql`select f.id, f.embedding <=> ${vector}::vector as distance
-          from (select id from live order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
-          join facts f on f.id = c.id`
+    ? sql`select f.id, f.embedding <=> ${vector}::vector as distance from (
+            select id from live where (select count(*) from live) <= ${EXACT_ROWS}
+            union all
+            (select id from live where (select count(*) from live) > ${EXACT_ROWS}
+             order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES})
+          ) c join facts f on f.id = c.id where f.embedding is not null`
     : sql`select null::uuid as id, null::float8 as distance where false`;
   const fulltextHits = words.length
     ? sql`select id, row_number() over (order by ts_rank(search, q) desc) as rank

@@ -1,15 +1,14 @@
-// Guards the cheap paths recall takes at scale (db/repositories/recall.ts): a time window's rows are
-// ranked by their embeddings' signs (the in-row sketch) and only the closest few read the real
-// embedding; a window holding more than WINDOW_ROWS rows is searched through HNSW as well, so an older
-// memory of a busy week is still found by meaning. Facts are ranked the same way, and their word
-// similarity is computed only for the candidates, so a misspelled word still finds its fact among many.
+// Guards the two paths recall takes (db/repositories/recall.ts): a small window's rows all compared by
+// their real embedding; a window holding more than EXACT_ROWS rows searched through HNSW with the window
+// in the scan, so an older memory of a busy week is still found by meaning. A person's facts, past the
+// sketch's candidates, are found by meaning and by a misspelled word among many.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recallMemory, type RecallResult } from "../../db/repositories/memory";
-import { SKETCH_CANDIDATES, WINDOW_ROWS } from "../../db/repositories/recall";
+import { EXACT_ROWS, SKETCH_CANDIDATES } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
 
@@ -38,7 +37,7 @@ async function fillWindow(person: Person, count: number, days: number, embedded:
 }
 
 describe("recall in a time window", () => {
-  it("finds a memory by meaning in a small window through the sketch, with its real distance", async () => {
+  it("finds a memory by meaning in a small window, with its real distance", async () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["book: Solaris"]);
     await testDatabase().withUser(person.id, (tx) =>
@@ -49,7 +48,7 @@ describe("recall in a time window", () => {
     expect(entity(found, "Solaris")?.matchedBy).toEqual(expect.arrayContaining(["vector", "time"]));
   });
 
-  it("still finds an older memory of a window busier than WINDOW_ROWS by meaning (HNSW as well)", async () => {
+  it("still finds an older memory of a window busier than EXACT_ROWS by meaning (through HNSW)", async () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["place: Lighthouse at Cabo da Roca"]);
     await testDatabase().withUser(person.id, async (tx) => {
@@ -61,8 +60,8 @@ describe("recall in a time window", () => {
         happenedAt: new Date(Date.now() - 6 * DAY_MS),
       });
     });
-    // Newer than the lighthouse: the window's newest WINDOW_ROWS rows are all fillers.
-    await fillWindow(person, WINDOW_ROWS + 100, 5, false);
+    // Newer than the lighthouse: the window's newest EXACT_ROWS rows are all fillers.
+    await fillWindow(person, EXACT_ROWS + 100, 5, false);
     const week = { since: new Date(Date.now() - 7 * DAY_MS) };
     const found = await recall(person, "lighthouse cabo roca", week);
     expect(entity(found, "Lighthouse at Cabo da Roca")?.matchedBy).toContain("vector");

@@ -7,7 +7,7 @@
 // SQLite until the run ends, so a run cut short by a restart resumes where it was, as Inngest resumes
 // one, and nothing it did is done again. A run that fails is tried again a minute later, five times at
 // most; what it hands over (the next occurrence) is scheduled the same way. Production never runs this
-// (agents/workflows/hand-over.ts only falls back to it in dev mode without Inngest Cloud).
+// (handOver below falls back to it only in dev mode without Inngest Cloud).
 import type { Database } from "../db/database";
 import type { Config } from "../platform/config";
 import { devWithoutCloud, emitEvents } from "./workflows/client";
@@ -35,7 +35,9 @@ export interface LocalHost {
   listSchedules(): Promise<Array<{ callback?: string; payload?: unknown }>>;
 }
 
+/** Attempts of one run, a minute apart. */
 const ATTEMPTS = 5;
+const RETRY_AFTER_MS = 60_000;
 /** The longest a run waits for its time itself (an agent schedule fires within the second). */
 const MAX_WAIT_MS = 5_000;
 
@@ -45,7 +47,6 @@ class NotYet extends Error {
     super(`not yet: ${at.toISOString()}`);
   }
 }
-const RETRY_AFTER_MS = 60_000;
 
 export function localEvent(event: HandedOver | LocalEvent): LocalEvent {
   return { name: event.name, id: String(event.id), data: event.data as Record<string, unknown> };

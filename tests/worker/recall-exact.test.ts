@@ -14,21 +14,10 @@ import { describe, expect, it } from "vitest";
 import type { Person } from "../../db/repositories/auth";
 import { recallMemory, type RecallResult } from "../../db/repositories/memory";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import { mulberry32 } from "./faults/support";
 import { newPerson, testDatabase } from "./helpers";
 
 const DAY_MS = 86_400_000;
-
-/** A seeded generator (mulberry32): the same vectors every run. */
-function generator(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A dense vector of roughly normal components, unit length. */
 function dense(random: () => number): number[] {
@@ -100,7 +89,7 @@ const names = (results: RecallResult[]) => results.map((r) => (r.kind === "entit
 describe("recall is exact", () => {
   it("1. finds the nearest memory of a window of 2,600 rows though it is the window's oldest", async () => {
     const person = await newPerson("exact-window");
-    const random = generator(1);
+    const random = mulberry32(1);
     const question = dense(random);
     const now = Date.now();
     // Nearer to the question than anything: 150 memories from two months ago, outside the window.
@@ -135,7 +124,7 @@ describe("recall is exact", () => {
   }, 60_000);
 
   it("3. finds a small person's nearest memories though other people's are nearer and more than the index scan looks through", async () => {
-    const random = generator(3);
+    const random = mulberry32(3);
     const question = dense(random);
     const crowd = await newPerson("exact-crowd");
     await insert(
@@ -159,7 +148,7 @@ describe("recall is exact", () => {
 
   it("4. finds a window's nearest memory whose signs differ from the question's, behind a hundred that agree in sign", async () => {
     const person = await newPerson("exact-sketch");
-    const random = generator(4);
+    const random = mulberry32(4);
     // A question with 32 large components and many small ones.
     const large = new Set(Array.from({ length: 32 }, (_, i) => i * 31));
     const raw = Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) =>

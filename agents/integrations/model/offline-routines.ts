@@ -2,6 +2,7 @@
 // agents/schedules/routines.ts): "brief at 7:15 on weekdays", "move my morning brief to 6:30", "turn off
 // the weekly review", "weekly review on Friday at 17:00", "turn the brief back on"; and "when is my brief?"
 // (schedule_list, which names both). A sentence that names neither routine is not read here.
+import { BYDAY } from "./offline-time";
 
 type Weekday = "MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU";
 
@@ -9,15 +10,7 @@ export type RoutineRequest =
   | { ask: "change"; routine: "brief" | "review"; change: { on?: boolean; time?: string; days?: Weekday[] } }
   | { ask: "when" };
 
-const DAYS: Record<string, Weekday> = {
-  monday: "MO",
-  tuesday: "TU",
-  wednesday: "WE",
-  thursday: "TH",
-  friday: "FR",
-  saturday: "SA",
-  sunday: "SU",
-};
+const DAYS = BYDAY as Record<string, Weekday>;
 const ALL: Weekday[] = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"];
 
 const pad = (n: number) => String(n).padStart(2, "0");

@@ -23,7 +23,7 @@ export interface ReminderRequest {
   repeat?: { rule: string; words: string };
 }
 
-const BYDAY: Record<string, string> = {
+export const BYDAY: Record<string, string> = {
   sunday: "SU",
   monday: "MO",
   tuesday: "TU",

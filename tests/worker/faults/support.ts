@@ -15,7 +15,7 @@ export { pushToken };
 // Deterministic randomness
 
 /** mulberry32: a tiny seeded PRNG, so every run generates the same cases. */
-function mulberry32(seed: number): () => number {
+export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

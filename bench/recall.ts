@@ -32,7 +32,8 @@ import { localEmbedder } from "../agents/integrations/model/embeddings";
 import { Database } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
 import { recordFact } from "../db/repositories/facts";
-import { normalizeName, recallMemory, recallSql } from "../db/repositories/memory";
+import { normalizeName, recallEntities, recallMemory, recallSql } from "../db/repositories/memory";
+import { recallFacts } from "../db/repositories/recall";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { percentile, round } from "./support";
@@ -268,7 +269,28 @@ async function main() {
   async function rowsDropped(q: Query): Promise<number> {
     const [embedding] = await localEmbedder.embed([q.query]);
     const statement = recallSql(target.id, { ...recallQuery(q), embedding: embedding! });
-    const rows = (await db.withUser(target.id, (tx) => tx.execute(sql`explain (analyze, format json) ${statement}`))) as unknown as Array<{
+    // As recallMemory plans it (sorting discouraged: db/repositories/recall.ts, withRecallPlans).
+    const explain = (format: string) =>
+      db.withUser(target.id, async (tx) => {
+        await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+        return tx.execute(sql`explain (analyze, ${sql.raw(format)}) ${statement}`);
+      });
+    // BENCH_PLAN=<kind>: the text plan of each question of that kind, on stderr.
+    if (process.env.BENCH_PLAN === q.kind) {
+      const text = (await explain("format text")) as unknown as Array<{ "QUERY PLAN": string }>;
+      console.error(text.map((r) => r["QUERY PLAN"]).join("\n"));
+      const query = { ...recallQuery(q), embedding: embedding! };
+      for (const [part, work] of [
+        ["entities (sorting not discouraged)", (tx: Parameters<typeof recallEntities>[0]) => recallEntities(tx, target.id, query)],
+        ["facts", (tx: Parameters<typeof recallEntities>[0]) => recallFacts(tx, target.id, query)],
+        ["both", (tx: Parameters<typeof recallEntities>[0]) => recallMemory(tx, target.id, query)],
+      ] as const) {
+        const t0 = performance.now();
+        await db.withUser(target.id, work);
+        console.error(`${q.kind}: ${part} ${round(performance.now() - t0, 2)} ms`);
+      }
+    }
+    const rows = (await explain("format json")) as unknown as Array<{
       "QUERY PLAN": unknown;
     }>;
     let dropped = 0;

@@ -60,6 +60,8 @@ export type RecallResult = RecalledEntity | RecalledFact;
 const MAX_VECTOR_DISTANCE = 0.6;
 /** Candidates each lexical retriever contributes before fusion. */
 const CANDIDATES = 50;
+/** Full-text matches ranked per query at most (beside an exact name, always kept). */
+const FULLTEXT_RANKED = 200;
 /** Nearest neighbours taken from HNSW (db/database.ts sets the same ef_search). */
 const VECTOR_CANDIDATES = 20;
 /** Reciprocal-rank-fusion constant (Cormack et al.). */
@@ -75,13 +77,13 @@ const RECENCY_WEIGHT = 0.002;
 /** Small nudge toward facts the person stated surely. */
 const CONFIDENCE_WEIGHT = 0.002;
 /**
- * A scope (the person's rows, of a type, in a window) of at most this many rows has every embedding
- * compared with the question: exact, and what a small person's or a narrow window's recall costs. A
- * larger one is searched through HNSW with its filters in the scan (pgvector's iterative scan goes on
- * past the rows they drop).
+ * A scope (the person's rows, of a type, in a window) of at most this many rows is ranked by its rows'
+ * in-row sketches (the embeddings' signs) and its closest SKETCH_CANDIDATES then by their real distance:
+ * a small person, a narrow window, a rare type. A larger one is searched through HNSW with its filters in
+ * the scan (pgvector's iterative scan goes on past the rows they drop), never filtered afterwards.
  */
-export const EXACT_ROWS = 1000;
-/** Facts whose real embedding distance is read after ranking by sketch, for a person past EXACT_ROWS facts. */
+export const SCOPE_ROWS = 2000;
+/** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
 export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
 /** Words from which only the beginning must match (a stem for inflected languages). */
 const STEM_FROM = 6;
@@ -94,10 +96,27 @@ const STOPWORDS = new Set(
 
 /** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  if (query.type) return recallEntities(tx, userId, query);
-  // Both statements go out at once (postgres.js pipelines them on the transaction's connection).
-  const [entities, facts] = await Promise.all([recallEntities(tx, userId, query), recallFacts(tx, userId, query)]);
-  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
+  return withRecallPlans(tx, async () => {
+    if (query.type) return recallEntities(tx, userId, query);
+    // Both statements go out at once (postgres.js pipelines them on the transaction's connection).
+    const [entities, facts] = await Promise.all([recallEntities(tx, userId, query), recallFacts(tx, userId, query)]);
+    return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
+  });
+}
+
+/**
+ * Runs recall's statements with sorting discouraged, so that "the scope's nearest by distance" of a large
+ * scope walks the HNSW index (which yields rows in distance order, the scope's filters in the scan)
+ * instead of reading the whole scope through a btree and sorting it by computed distance (580 ms for a
+ * year at 100k). A sort that is the only way (ranking a small scope, the fused list) still runs. The
+ * setting is made before the statements (drizzle sends a query only once it is awaited) and put back
+ * after them, in the same transaction.
+ */
+async function withRecallPlans<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
+  await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+  const value = await work();
+  await tx.execute(sql`select set_config('enable_sort', 'on', true)`);
+  return value;
 }
 
 /**
@@ -153,52 +172,73 @@ export function recallSql(userId: string, query: RecallQuery) {
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  // The scope's first EXACT_ROWS + 1 rows (ids only, from the person's index): whether it is small.
-  const scopeRows = sql`select id from entities where ${scope} limit ${EXACT_ROWS + 1}`;
+  // The scope's rows (a window's newest first), SCOPE_ROWS + 1 at most: whether it is small, and the
+  // rows a small one ranks. With a time bound they are also the window's list ("what did I do last week?").
+  // Each read in the order of the person's own index (of the window, the type, or the person), so that
+  // the planner reads that index rather than the table, other people's rows and all.
+  const scopeOrder = query.type && !bounded ? sql`updated_at desc` : sql`${WHEN} desc`;
+  const scopeRows = sql`select id, search_name, sketch, ${WHEN} as at from entities where ${scope}
+    order by ${scopeOrder} limit ${SCOPE_ROWS + 1}`;
+  // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
+  // index with them as its filter instead of reading the whole window through the btree and computing
+  // every row's distance (470 ms for a year at 100k).
+  const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
   const exactDistances = vector
     ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
-          from scope_rows s join entities e on e.id = s.id
-          where (select small from scope_size) and e.embedding is not null`
+          from (select id from scope_rows where (select small from scope_size)
+                order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
+          join entities e on e.id = c.id`
     : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
-  // Small: every embedding of the scope compared (exact). Large: HNSW with the scope's filters in the
-  // scan. One-time filters (the count) run one branch or the other, never both.
   const vectorHits = !vector
     ? none
     : sql`select id, search_name, row_number() over (order by distance) as rank from (
             (select id, search_name, distance from exact_distances order by distance limit ${VECTOR_CANDIDATES})
             union all
             (select id, search_name, embedding <=> ${vector}::vector as distance from entities
-             where ${scope} and not (select small from scope_size)
+             where ${hnswScope} and not (select small from scope_size)
              order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES})
           ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
-  // Every word must appear: selective enough for the GIN index. Every match is ranked before the best
-  // are kept; and a name that is the question itself is a hit of its own, whatever its rank among many.
+  // Every word must appear: selective enough for the GIN index. A name that is the question itself is
+  // a hit of its own, first, whatever its place among hundreds of names with the same words.
   const tsQuery = tsTerms.join(" & ");
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by exact desc, r desc) as rank from (
-            select id, search_name, search_name = ${key} as exact, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
-            from entities where ${scope} and search @@ to_tsquery('simple', ${tsQuery})
-            union
-            select id, search_name, true, 1 from entities where ${scope} and search_name = ${key}
-          ) matches order by exact desc, r desc limit ${CANDIDATES}`
+            select distinct on (id) id, search_name, exact, r from (
+              select id, search_name, search_name = ${key} as exact, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
+              from (
+                -- Ranking is the costly part; a very common word ranks at most this many matches.
+                select id, search_name, search from entities
+                where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
+              ) matches
+              union all
+              select id, search_name, true, 1::real from entities where ${scope} and search_name = ${key}
+            ) both_ways order by id, exact desc, r desc
+          ) ranked order by exact desc, r desc limit ${CANDIDATES}`
     : none;
-  // Misspellings ("Solaaris"): every name of the scope at least TRIGRAM_MATCH similar to the question
-  // (pg_trgm's `%`, whose threshold is the same, through the trigram index), the most similar first. A
-  // typed question already lists every entity of the type, so it needs none.
-  const trigramHits =
-    words.length && !query.type
-      ? sql`select id, row_number() over (order by sim desc) as rank from (
-            select id, similarity(search_name, ${phrase}) as sim from entities
-            where ${scope} and search_name % ${phrase}
-            order by sim desc limit ${CANDIDATES}
-          ) t where sim >= ${TRIGRAM_MATCH}`
-      : none;
+  // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
+  // similarity, which costs nothing; only when none of them is name-like and no name holds every
+  // word (then nothing is misspelled) does the statement fall back to a trigram index scan over all
+  // the person's names (one-time filters skip it otherwise). A typed question already lists every
+  // entity of the type, so it never needs the fallback.
+  const fallback = query.type
+    ? sql``
+    : sql`union
+          select id, similarity(search_name, ${phrase}) as sim from entities
+          where ${scope} and search_name % ${phrase}
+            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})
+            and not exists (select 1 from fulltext_hits)`;
+  const trigramHits = words.length
+    ? sql`select id, row_number() over (order by sim desc) as rank from (
+          select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
+          ${fallback}
+          order by sim desc limit ${CANDIDATES}
+        ) t`
+    : none;
   // "Which books…" lists the type, newest first; with a time bound, the window itself is a list
   // ("what did I do last week?"), newest first.
   const listSize = Math.max(query.limit, CANDIDATES);
   const listHits = bounded
-    ? sql`select id, row_number() over (order by ${WHEN} desc) as rank from entities
-          where ${scope} order by ${WHEN} desc limit ${listSize}`
+    ? sql`select id, row_number() over (order by at desc) as rank from scope_rows order by at desc limit ${listSize}`
     : query.type
       ? sql`select id, row_number() over (order by updated_at desc) as rank
             from entities where ${scope} order by updated_at desc limit ${listSize}`
@@ -207,12 +247,15 @@ export function recallSql(userId: string, query: RecallQuery) {
   return sql`
     with
     scope_rows as materialized (${scopeRows}),
-    scope_size as materialized (select count(*) <= ${EXACT_ROWS} as small from scope_rows),
-    -- Materialized: the planner cannot turn this into an HNSW scan joined back to the scope (approximate).
+    scope_size as materialized (select count(*) <= ${SCOPE_ROWS} as small from scope_rows),
     exact_distances as materialized (${exactDistances}),
     vector_hits as materialized (${vectorHits}),
     fulltext_hits as materialized (${fulltextHits}),
-    trigram_hits as materialized (${trigramHits}),
+    fuzzy as materialized (
+      select id, similarity(search_name, ${phrase}) as sim
+      from (select id, search_name from vector_hits union select id, search_name from fulltext_hits) c
+    ),
+    trigram_hits as (${trigramHits}),
     list_hits as (${listHits}),
     fused as (
       select id, sum(1.0 / (${RRF_K} + rank)) as rrf, array_agg(distinct kind) as matched_by from (
@@ -241,7 +284,7 @@ export function recallSql(userId: string, query: RecallQuery) {
  * "Is vegetarian", subject "diet"), and with a time bound everything in the window. A person
  * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
-async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
+export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const { words, phrase, tsTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
   // As for entities: since when it holds if the person said so, else when they told it. (A person's
@@ -250,14 +293,13 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
   const window = sql`${query.since ? sql`and ${when} >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and ${when} < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
-  // Every live fact's real distance (exact) while the person holds at most EXACT_ROWS of them; past
-  // that, ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES
-  // read their out-of-line embedding.
+  // Ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES read their
+  // out-of-line embedding for the real distance (every fact's, for a person holding no more).
   const nearest = vector
     ? sql`select f.id, f.embedding <=> ${vector}::vector as distance from (
-            select id from live where (select count(*) from live) <= ${EXACT_ROWS}
+            select id from live where (select count(*) from live) <= ${SKETCH_CANDIDATES}
             union all
-            (select id from live where (select count(*) from live) > ${EXACT_ROWS}
+            (select id from live where (select count(*) from live) > ${SKETCH_CANDIDATES}
              order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES})
           ) c join facts f on f.id = c.id where f.embedding is not null`
     : sql`select null::uuid as id, null::float8 as distance where false`;

@@ -8,7 +8,9 @@
 //   3. a small person in the big shared vector index: other people's memories nearer to the question
 //      than all of theirs, more of them than the index scan looks through;
 //   4. the in-row sketch (the embeddings' signs): a match whose signs differ from the question's in
-//      its many small components, behind a hundred whose signs agree but which are further away.
+//      its many small components, behind a hundred whose signs agree but which are further away (the
+//      sketch now keeps SKETCH_CANDIDATES = 200 for their real distance, where it kept 80; its loss on
+//      embeddings like production's is measured by bench:recall, not here).
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { Person } from "../../db/repositories/auth";

@@ -1,6 +1,6 @@
-// Guards the two paths recall takes (db/repositories/recall.ts): a small window's rows all compared by
-// their real embedding; a window holding more than EXACT_ROWS rows searched through HNSW with the window
-// in the scan, so an older memory of a busy week is still found by meaning. A person's facts, past the
+// Guards the two paths recall takes (db/repositories/recall.ts): a small window's rows ranked by their
+// sketches and the closest by their real embedding; a window holding more than SCOPE_ROWS rows searched
+// through HNSW with the window in the scan, so an older memory of a busy week is still found by meaning. A person's facts, past the
 // sketch's candidates, are found by meaning and by a misspelled word among many.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
@@ -8,7 +8,7 @@ import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recallMemory, type RecallResult } from "../../db/repositories/memory";
-import { EXACT_ROWS, SKETCH_CANDIDATES } from "../../db/repositories/recall";
+import { SCOPE_ROWS, SKETCH_CANDIDATES } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
 
@@ -48,7 +48,7 @@ describe("recall in a time window", () => {
     expect(entity(found, "Solaris")?.matchedBy).toEqual(expect.arrayContaining(["vector", "time"]));
   });
 
-  it("still finds an older memory of a window busier than EXACT_ROWS by meaning (through HNSW)", async () => {
+  it("still finds an older memory of a window busier than SCOPE_ROWS by meaning (through HNSW)", async () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["place: Lighthouse at Cabo da Roca"]);
     await testDatabase().withUser(person.id, async (tx) => {
@@ -60,8 +60,8 @@ describe("recall in a time window", () => {
         happenedAt: new Date(Date.now() - 6 * DAY_MS),
       });
     });
-    // Newer than the lighthouse: the window's newest EXACT_ROWS rows are all fillers.
-    await fillWindow(person, EXACT_ROWS + 100, 5, false);
+    // Newer than the lighthouse: the window's newest SCOPE_ROWS rows are all fillers.
+    await fillWindow(person, SCOPE_ROWS + 100, 5, false);
     const week = { since: new Date(Date.now() - 7 * DAY_MS) };
     const found = await recall(person, "lighthouse cabo roca", week);
     expect(entity(found, "Lighthouse at Cabo da Roca")?.matchedBy).toContain("vector");

@@ -96,7 +96,10 @@ const STOPWORDS = new Set(
 
 /** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  return withRecallPlans(tx, async () => {
+  // Only a window's HNSW search needs the planner steered (see withRecallPlans); the rest plans well alone.
+  const planned =
+    query.since !== undefined || query.before !== undefined ? withRecallPlans : (_tx: Tx, work: () => Promise<RecallResult[]>) => work();
+  return planned(tx, async () => {
     if (query.type) return recallEntities(tx, userId, query);
     // Both statements go out at once (postgres.js pipelines them on the transaction's connection).
     const [entities, facts] = await Promise.all([recallEntities(tx, userId, query), recallFacts(tx, userId, query)]);

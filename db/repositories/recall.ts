@@ -186,7 +186,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   // index with them as its filter instead of reading the whole window through the btree and computing
   // every row's distance (470 ms for a year at 100k).
   const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
-  const exactDistances = vector
+  const smallScopeNearest = vector
     ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
           from (select id from scope_rows where (select small from scope_size)
                 order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
@@ -195,7 +195,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   const vectorHits = !vector
     ? none
     : sql`select id, search_name, row_number() over (order by distance) as rank from (
-            (select id, search_name, distance from exact_distances order by distance limit ${VECTOR_CANDIDATES})
+            (select id, search_name, distance from small_scope_nearest order by distance limit ${VECTOR_CANDIDATES})
             union all
             (select id, search_name, embedding <=> ${vector}::vector as distance from entities
              where ${hnswScope} and not (select small from scope_size)
@@ -251,7 +251,8 @@ export function recallSql(userId: string, query: RecallQuery) {
     with
     scope_rows as materialized (${scopeRows}),
     scope_size as materialized (select count(*) <= ${SCOPE_ROWS} as small from scope_rows),
-    exact_distances as materialized (${exactDistances}),
+    -- Materialized: the planner cannot turn a small scope's ranking into an HNSW scan joined back to it.
+    small_scope_nearest as materialized (${smallScopeNearest}),
     vector_hits as materialized (${vectorHits}),
     fulltext_hits as materialized (${fulltextHits}),
     fuzzy as materialized (

@@ -11,7 +11,8 @@
 //   briefs:   BENCH_PUSH_BRIEFS people (10,000) whose briefs fall due in the same minute, each with one
 //             device: the time until the push service has every brief, 50 runs at once (as Inngest's
 //             concurrency would run them), then every request delivered again: no brief twice
-// The embedded Postgres unless BENCH_DATABASE_URL names a server. Writes bench/results/push.json, .md.
+// The embedded Postgres unless BENCH_DATABASE_URL names a server. Writes bench/results/push.json, .md (a
+// server's run was kept as push-postgres.json, .md).
 import { createRequire } from "node:module";
 import { rootCertificates } from "node:tls";
 import { InngestTestEngine } from "@inngest/test";

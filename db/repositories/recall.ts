@@ -26,6 +26,12 @@ export interface RecallQuery {
   since?: Date;
   /** Only what happened — or was told — before this instant (exclusive). */
   before?: Date;
+  /**
+   * Every candidate scored the slow way — each row's real distance, every full-text match ranked — with
+   * the same retrievers and fusion: the reference the fast path is measured against (recall@20 in
+   * bench/recall.ts and tests/worker/recall-exact.test.ts). Never set by the tools.
+   */
+  exhaustive?: boolean;
 }
 
 export type { RecallResult, RecalledEntity } from "./recall-rows";
@@ -34,9 +40,7 @@ export type { RecallResult, RecalledEntity } from "./recall-rows";
 const MAX_VECTOR_DISTANCE = 0.6;
 /** Candidates each lexical retriever contributes before fusion. */
 const CANDIDATES = 50;
-/** Full-text matches ranked per query at most (beside an exact name, always kept). */
-const FULLTEXT_RANKED = 200;
-/** Nearest neighbours taken from HNSW (db/database.ts sets the same ef_search). */
+/** Nearest neighbours kept from HNSW (db/database.ts searches 100 wide: the best 20 of 100 candidates). */
 const VECTOR_CANDIDATES = 20;
 /** Reciprocal-rank-fusion constant (Cormack et al.). */
 const RRF_K = 60;
@@ -90,9 +94,12 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
  * after them, in the same transaction.
  */
 async function withRecallPlans<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
-  await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+  const [before] = await sqlRows<{ was: string }>(
+    tx,
+    sql`select current_setting('enable_sort') as was, set_config('enable_sort', 'off', true)`,
+  );
   const value = await work();
-  await tx.execute(sql`select set_config('enable_sort', 'on', true)`);
+  await tx.execute(sql`select set_config('enable_sort', ${before?.was ?? "on"}, true)`);
   return value;
 }
 
@@ -103,7 +110,7 @@ async function withRecallPlans<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
  * recency term.
  */
 export async function recallEntities(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledEntity[]> {
-  // Database transactions already set hnsw.iterative_scan and hnsw.ef_search (= VECTOR_CANDIDATES).
+  // Database transactions already set hnsw.iterative_scan and hnsw.ef_search (5 × VECTOR_CANDIDATES).
   const rows = await sqlRows<RecallRow>(tx, recallSql(userId, query));
   return rows.map(toRecalled);
 }
@@ -166,31 +173,34 @@ export function recallSql(userId: string, query: RecallQuery) {
                 order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
           join entities e on e.id = c.id`
     : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
+  // The reference: every row of the scope at its real distance (`+ 0`: never through the index).
+  const exhaustiveNearest = sql`select id, search_name, embedding <=> ${vector}::vector as distance from entities
+    where ${scope} order by (embedding <=> ${vector}::vector) + 0 limit ${VECTOR_CANDIDATES}`;
   const vectorHits = !vector
     ? none
-    : sql`select id, search_name, row_number() over (order by distance) as rank from (
-            (select id, search_name, distance from small_scope_nearest order by distance limit ${VECTOR_CANDIDATES})
+    : query.exhaustive
+      ? sql`select id, search_name, row_number() over (order by distance, id) as rank from (${exhaustiveNearest}) nearest
+            where distance <= ${MAX_VECTOR_DISTANCE}`
+      : sql`select id, search_name, row_number() over (order by distance, id) as rank from (
+            (select id, search_name, distance from small_scope_nearest order by distance, id limit ${VECTOR_CANDIDATES})
             union all
             (select id, search_name, embedding <=> ${vector}::vector as distance from entities
              where ${hnswScope} and not (select small from scope_size)
              order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES})
           ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
-  // Every word must appear: selective enough for the GIN index. A name that is the question itself is
-  // a hit of its own, first, whatever its place among hundreds of names with the same words.
+  // Every word must appear: selective enough for the GIN index. Every match is ranked before any is cut
+  // (a cut before ranking kept an arbitrary few of hundreds of names sharing common words); a name that is
+  // the question itself comes first, whatever its words. Ties go to the newest, then the id, so that the
+  // ranking is the same whichever plan computes it.
   const tsQuery = tsTerms.join(" & ");
   const fulltextHits = words.length
-    ? sql`select id, search_name, row_number() over (order by exact desc, r desc) as rank from (
-            select distinct on (id) id, search_name, exact, r from (
-              select id, search_name, search_name = ${key} as exact, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
-              from (
-                -- Ranking is the costly part; a very common word ranks at most this many matches.
-                select id, search_name, search from entities
-                where ${scope} and search @@ to_tsquery('simple', ${tsQuery}) limit ${FULLTEXT_RANKED}
-              ) matches
-              union all
-              select id, search_name, true, 1::real from entities where ${scope} and search_name = ${key}
-            ) both_ways order by id, exact desc, r desc
-          ) ranked order by exact desc, r desc limit ${CANDIDATES}`
+    ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (
+            select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
+            from entities where ${scope} and search @@ to_tsquery('simple', ${tsQuery})
+            union all
+            select id, search_name, ${WHEN}, 1::real from entities
+            where ${scope} and search_name = ${key} and not search @@ to_tsquery('simple', ${tsQuery})
+          ) matches order by rank limit ${CANDIDATES}`
     : none;
   // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
   // similarity, which costs nothing; only when none of them is name-like and no name holds every
@@ -205,20 +215,20 @@ export function recallSql(userId: string, query: RecallQuery) {
             and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})
             and not exists (select 1 from fulltext_hits)`;
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by sim desc) as rank from (
+    ? sql`select id, row_number() over (order by sim desc, id) as rank from (
           select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
           ${fallback}
-          order by sim desc limit ${CANDIDATES}
+          order by sim desc, id limit ${CANDIDATES}
         ) t`
     : none;
   // "Which books…" lists the type, newest first; with a time bound, the window itself is a list
   // ("what did I do last week?"), newest first.
   const listSize = Math.max(query.limit, CANDIDATES);
   const listHits = bounded
-    ? sql`select id, row_number() over (order by at desc) as rank from scope_rows order by at desc limit ${listSize}`
+    ? sql`select id, row_number() over (order by at desc, id) as rank from scope_rows order by at desc, id limit ${listSize}`
     : query.type
-      ? sql`select id, row_number() over (order by updated_at desc) as rank
-            from entities where ${scope} order by updated_at desc limit ${listSize}`
+      ? sql`select id, row_number() over (order by updated_at desc, id) as rank
+            from entities where ${scope} order by updated_at desc, id limit ${listSize}`
       : sql`select null::uuid as id, 0::bigint as rank where false`;
 
   return sql`
@@ -252,7 +262,7 @@ export function recallSql(userId: string, query: RecallQuery) {
     from fused f
     join entities e on e.id = f.id
     left join sources s on s.id = e.source_id
-    order by score desc
+    order by score desc, e.id
     limit ${query.limit}`;
 }
 
@@ -263,6 +273,12 @@ export function recallSql(userId: string, query: RecallQuery) {
  * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
 export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
+  const rows = await sqlRows<FactRow>(tx, recallFactsSql(userId, query));
+  return rows.map(toRecalledFact);
+}
+
+/** The single statement behind recallFacts (exported for EXPLAIN in benchmarks). */
+export function recallFactsSql(userId: string, query: RecallQuery) {
   const { words, phrase, tsTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
   // As for entities: since when it holds if the person said so, else when they told it. (A person's
@@ -271,18 +287,20 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   const window = sql`${query.since ? sql`and ${when} >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and ${when} < ${query.before.toISOString()}::timestamptz` : sql``}`;
   const none = sql`select null::uuid as id, 0::bigint as rank where false`;
+  // Every fact at its real distance for the reference (exhaustive), else for a person holding few.
+  const exactUpTo = query.exhaustive ? Number.MAX_SAFE_INTEGER : SKETCH_CANDIDATES;
   // Ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES read their
   // out-of-line embedding for the real distance (every fact's, for a person holding no more).
   const nearest = vector
     ? sql`select f.id, f.embedding <=> ${vector}::vector as distance from (
-            select id from live where (select count(*) from live) <= ${SKETCH_CANDIDATES}
+            select id from live where (select count(*) from live) <= ${exactUpTo}
             union all
-            (select id from live where (select count(*) from live) > ${SKETCH_CANDIDATES}
+            (select id from live where (select count(*) from live) > ${exactUpTo}
              order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES})
           ) c join facts f on f.id = c.id where f.embedding is not null`
     : sql`select null::uuid as id, null::float8 as distance where false`;
   const fulltextHits = words.length
-    ? sql`select id, row_number() over (order by ts_rank(search, q) desc) as rank
+    ? sql`select id, row_number() over (order by ts_rank(search, q) desc, at desc, id) as rank
           from live, to_tsquery('simple', ${tsTerms.join(" | ")}) q
           where search @@ q order by rank limit ${CANDIDATES}`
     : none;
@@ -290,22 +308,20 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
   // over every fact cost more than the rest of the statement). Only when none of them is similar does
   // the statement look further, through the trigram index (`<%`: pg_trgm's word-similarity threshold).
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by wsim desc) as rank from (
+    ? sql`select id, row_number() over (order by wsim desc, id) as rank from (
             select id, wsim from similar_words where wsim >= ${FACT_TRIGRAM_MATCH}
             union
             select id, word_similarity(${phrase}, search_key) from facts
             where user_id = ${userId} and superseded_by is null ${window} and ${phrase} <% search_key
               and not exists (select 1 from similar_words where wsim >= ${FACT_TRIGRAM_MATCH})
-          ) s order by wsim desc limit ${CANDIDATES}`
+          ) s order by wsim desc, id limit ${CANDIDATES}`
     : none;
   // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
   const timeHits =
     query.since !== undefined || query.before !== undefined
-      ? sql`select id, row_number() over (order by at desc) as rank from live order by at desc limit ${CANDIDATES}`
+      ? sql`select id, row_number() over (order by at desc, id) as rank from live order by at desc, id limit ${CANDIDATES}`
       : none;
-  const rows = await sqlRows<FactRow>(
-    tx,
-    sql`
+  return sql`
     with
     live as materialized (
       select id, ${when} as at, sketch, search from facts
@@ -315,8 +331,8 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     -- similarity) down into a scan of all the person's facts and compute it for every row.
     nearest as materialized (${nearest}),
     vector_hits as materialized (
-      select id, row_number() over (order by distance) as rank from nearest
-      where distance <= ${MAX_VECTOR_DISTANCE} order by distance limit ${VECTOR_CANDIDATES}
+      select id, row_number() over (order by distance, id) as rank from nearest
+      where distance <= ${MAX_VECTOR_DISTANCE} order by distance, id limit ${VECTOR_CANDIDATES}
     ),
     fulltext_hits as materialized (${fulltextHits}),
     similar_words as materialized (
@@ -337,10 +353,8 @@ export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): P
     from fused u
     join facts f on f.id = u.id
     left join sources s on s.id = f.source_id
-    order by score desc
-    limit ${query.limit}`,
-  );
-  return rows.map(toRecalledFact);
+    order by score desc, f.id
+    limit ${query.limit}`;
 }
 
 /** pgvector's text form, or null. */

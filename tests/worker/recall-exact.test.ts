@@ -16,7 +16,7 @@ import { describe, expect, it } from "vitest";
 import type { Person } from "../../db/repositories/auth";
 import { recallMemory, type RecallResult } from "../../db/repositories/memory";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
-import { mulberry32 } from "./faults/support";
+import { mulberry32 } from "../seeded-random";
 import { newPerson, testDatabase } from "./helpers";
 
 const DAY_MS = 86_400_000;

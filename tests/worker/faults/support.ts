@@ -7,24 +7,13 @@ import postgres from "postgres";
 import { expect, inject } from "vitest";
 
 import worker from "../../../worker/index";
+import { mulberry32 } from "../../seeded-random";
 import { base64, connectMailbox, envelope, pushToken } from "../helpers";
 export { base64, connectMailbox, envelope };
 export { pushToken };
 
 // ---------------------------------------------------------------------------------------------------
-// Deterministic randomness
-
-/** mulberry32: a tiny seeded PRNG, so every run generates the same cases. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Deterministic randomness (tests/seeded-random.ts)
 
 export class Fuzz {
   readonly next: () => number;

@@ -11,11 +11,14 @@
 //      its many small components, behind a hundred whose signs agree but which are further away (the
 //      sketch now keeps SKETCH_CANDIDATES = 200 for their real distance, where it kept 80; its loss on
 //      embeddings like production's is measured by bench:recall, not here).
+// And two more: every full-text match ranked before the best are kept (5), and the fast path answering
+// as the exhaustive reference does (RecallQuery.exhaustive) on dense clustered embeddings (6).
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { Person } from "../../db/repositories/auth";
 import { recallMemory, type RecallResult } from "../../db/repositories/memory";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import { DenseSpace } from "../../bench/dense-space";
 import { mulberry32 } from "../seeded-random";
 import { newPerson, testDatabase } from "./helpers";
 
@@ -171,4 +174,61 @@ describe("recall is exact", () => {
     const found = await recall(person, "zzz", question, { since: new Date(Date.now() - 7 * DAY_MS) });
     expect(byName(found, "The match")?.matchedBy).toContain("vector");
   }, 60_000);
+
+  it("5. ranks every full-text match before it keeps the best: the newest of 260 names holding the words is found", async () => {
+    const person = await newPerson("exact-ranked-text");
+    const now = Date.now();
+    // Stored oldest first, so that a cut before ranking (the heap's first 200) would keep the oldest.
+    await insert(
+      person,
+      Array.from({ length: 260 }, (_, i) => ({
+        name: `Quiet harbor walk ${i}`,
+        embedding: null,
+        toldAt: new Date(now - (260 - i) * 60_000),
+      })),
+    );
+    const found = await recall(person, "quiet harbor walk", null);
+    expect(names(found)).toEqual(expect.arrayContaining(["Quiet harbor walk 259", "Quiet harbor walk 258", "Quiet harbor walk 257"]));
+  }, 60_000);
+
+  it("6. answers as the exhaustive search does, on dense clustered embeddings, through HNSW and through the sketches", async () => {
+    const person = await newPerson("exact-reference");
+    const space = new DenseSpace(16, 8, 11);
+    const now = Date.now();
+    const words = ["amber", "birch", "cobalt", "dune", "ember", "fjord", "grove", "heath"];
+    // 2,400 memories (more than SCOPE_ROWS: unbounded questions walk HNSW), told over a year.
+    const rows = Array.from({ length: 2400 }, (_, i) => {
+      const topic = i % 16;
+      const sub = Math.floor(i / 16) % 8;
+      return {
+        name: `${words[topic % 8]} ${words[sub]} ${i}`,
+        type: topic < 8 ? "book" : "place",
+        embedding: Array.from(space.vector(topic, topic * 8 + sub, i)),
+        toldAt: new Date(now - ((i * 7) % 365) * DAY_MS),
+      };
+    });
+    await insert(person, rows);
+    const month = { since: new Date(now - 90 * DAY_MS), before: new Date(now - 60 * DAY_MS) };
+    let total = 0;
+    let questions = 0;
+    for (let q = 0; q < 8; q++) {
+      const topic = q % 16;
+      const sub = (q * 3) % 8;
+      const embedding = Array.from(space.vector(topic, topic * 8 + sub, 10_000 + q));
+      for (const query of [
+        { query: `${words[topic % 8]} ${words[sub]}` },
+        { query: rows[q * 97]!.name },
+        { query: "which books?", type: "book" },
+        { query: `${words[sub]}`, ...month },
+      ]) {
+        const ask = { ...query, limit: 20, embedding };
+        const fast = await testDatabase().withUser(person.id, (tx) => recallMemory(tx, person.id, ask));
+        const exact = await testDatabase().withUser(person.id, (tx) => recallMemory(tx, person.id, { ...ask, exhaustive: true }));
+        const got = new Set(names(fast));
+        total += names(exact).filter((n) => got.has(n)).length / Math.max(1, exact.length);
+        questions++;
+      }
+    }
+    expect(total / questions).toBeGreaterThanOrEqual(0.98);
+  }, 120_000);
 });

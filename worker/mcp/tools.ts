@@ -132,7 +132,8 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       annotations: { readOnlyHint: true, openWorldHint: false },
     },
     async ({ query, type, since, until, limit }) => {
-      const window = recallWindow({ since, until }, await timezone());
+      // The person's zone is read only for a window (a search without one is one transaction, not two).
+      const window = since || until ? recallWindow({ since, until }, await timezone()) : {};
       if ("error" in window) return refuse(window.error);
       const embedding = await embedOne(embedder, query);
       const recalled = await db.withUser(userId, (tx) =>

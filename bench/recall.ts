@@ -61,14 +61,17 @@ const C =
   );
 const cap = (w: string) => w[0]!.toUpperCase() + w.slice(1);
 
-/** Memory i of a person: its type, name and words (20 × 20 × 20 × 20 names; hundreds share each word). */
+const NAMES = TYPES.length * WORDS ** 4;
+/** Memory i of a person: its type, name and words (8 types × 20⁴ names, each word in one name of 20). */
 function memory(i: number) {
-  const type = i % TYPES.length;
-  const a = Math.floor(i / TYPES.length) % WORDS;
-  const b = Math.floor(i / (TYPES.length * WORDS)) % WORDS;
-  const c = Math.floor(i / (TYPES.length * WORDS * WORDS)) % WORDS;
-  const d = Math.floor(i / (TYPES.length * WORDS ** 3)) % WORDS;
-  const name = `The ${cap(A[a]!)} ${cap(B[b]!)} ${C[c]} ${cap(B[d]!)}${i >= TYPES.length * WORDS ** 4 ? ` ${i}` : ""}`;
+  // Scrambled (7,919 is prime to 8 × 20⁴), so that a small person's names differ in every word too.
+  const j = (i * 7919 + 13) % NAMES;
+  const type = j % TYPES.length;
+  const a = Math.floor(j / TYPES.length) % WORDS;
+  const b = Math.floor(j / (TYPES.length * WORDS)) % WORDS;
+  const c = Math.floor(j / (TYPES.length * WORDS * WORDS)) % WORDS;
+  const d = Math.floor(j / (TYPES.length * WORDS ** 3)) % WORDS;
+  const name = `The ${cap(A[a]!)} ${cap(B[b]!)} ${C[c]} ${cap(B[d]!)}${i >= NAMES ? ` ${i}` : ""}`;
   // Its meaning: a topic per type and B-word, a subtopic per A-word within it.
   const topic = type * WORDS + b;
   return { type: TYPES[type]!, name, a, b, topic, subtopic: topic * WORDS + a };

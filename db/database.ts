@@ -144,13 +144,15 @@ export class Database {
       // One round trip: the role, the person, the statement timeout, the vector-search settings recall
       // relies on (HNSW scans that continue past rows the person filter drops, 100 candidates wide for
       // the 20 recall keeps: bench/recall.ts), and plans made for these statements as they are: JIT off
-      // (a server built with LLVM compiled a recall's plan for a second and more), and a custom plan for
-      // each execution (a prepared statement's generic plan cannot see the person's row count).
+      // (a server built with LLVM compiled a recall's plan for a second and more), no parallel workers
+      // (starting them costs more than the millisecond statements they would share), and a custom plan
+      // for each execution (a prepared statement's generic plan cannot see the person's row count).
       await tx.execute(
         sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true),
                       set_config('statement_timeout', ${statementTimeout}, true),
                       set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '100', true),
-                      set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)`,
+                      set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true),
+                      set_config('plan_cache_mode', 'force_custom_plan', true)`,
       );
       return work(tx);
     });

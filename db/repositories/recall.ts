@@ -156,12 +156,20 @@ export function recallSql(userId: string, query: RecallQuery) {
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  // The scope's rows (a window's newest first), SCOPE_ROWS + 1 at most: whether it is small, and the
-  // rows a small one ranks. With a time bound they are also the window's list ("what did I do last week?").
-  // Each read in the order of the person's own index (of the window, the type, or the person), so that
-  // the planner reads that index rather than the table, other people's rows and all.
+  // Whether the scope is small: its first SCOPE_ROWS + 1 index entries counted, archived ones too (an
+  // upper bound; either path is exact), so that the person's own btree (of the window, the type, or
+  // the person and status) answers alone, without the table: reading the rows took 10 ms at 100k.
+  const typed = query.type ? sql`and type = ${query.type}` : sql``;
+  const countScope = bounded
+    ? sql`user_id = ${userId} ${typed} ${windowOn("recall_at", query)}`
+    : query.type
+      ? sql`user_id = ${userId} ${typed}`
+      : sql`user_id = ${userId} and status = 'active'`;
+  // A small scope's rows, each read in the order of the person's own index (of the window, the type,
+  // or the person), so that the planner reads that index rather than the table, other people's rows
+  // and all; a large scope's are never read.
   const scopeOrder = query.type && !bounded ? sql`updated_at desc` : sql`${WHEN} desc`;
-  const scopeRows = sql`select id, search_name, sketch, ${WHEN} as at from entities where ${scope}
+  const scopeRows = sql`select id, search_name, sketch from entities where ${scope} and (select small from scope_size)
     order by ${scopeOrder} limit ${SCOPE_ROWS + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
@@ -169,7 +177,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
   const smallScopeNearest = vector
     ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
-          from (select id from scope_rows where (select small from scope_size)
+          from (select id from scope_rows
                 order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
           join entities e on e.id = c.id`
     : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
@@ -225,7 +233,8 @@ export function recallSql(userId: string, query: RecallQuery) {
   // ("what did I do last week?"), newest first.
   const listSize = Math.max(query.limit, CANDIDATES);
   const listHits = bounded
-    ? sql`select id, row_number() over (order by at desc, id) as rank from scope_rows order by at desc, id limit ${listSize}`
+    ? sql`select id, row_number() over (order by ${WHEN} desc, id) as rank from entities where ${scope}
+          order by ${WHEN} desc, id limit ${listSize}`
     : query.type
       ? sql`select id, row_number() over (order by updated_at desc, id) as rank
             from entities where ${scope} order by updated_at desc, id limit ${listSize}`
@@ -233,8 +242,10 @@ export function recallSql(userId: string, query: RecallQuery) {
 
   return sql`
     with
+    scope_size as materialized (
+      select count(*) <= ${SCOPE_ROWS} as small from (select 1 from entities where ${countScope} limit ${SCOPE_ROWS + 1}) s
+    ),
     scope_rows as materialized (${scopeRows}),
-    scope_size as materialized (select count(*) <= ${SCOPE_ROWS} as small from scope_rows),
     -- Materialized: the planner cannot turn a small scope's ranking into an HNSW scan joined back to it.
     small_scope_nearest as materialized (${smallScopeNearest}),
     vector_hits as materialized (${vectorHits}),

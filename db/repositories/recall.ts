@@ -4,7 +4,7 @@
 // accents folded) so "cien anos" finds "Cien años" and "VERWANDLUNG" finds "Die Verwandlung"; the
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
 import {
@@ -72,35 +72,24 @@ const STOPWORDS = new Set(
   ),
 );
 
-/** Recall over entities and, unless a type is asked for, current facts: one list, best first. */
-export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  // Only a window's HNSW search needs the planner steered (see withRecallPlans); the rest plans well alone.
-  const planned =
-    query.since !== undefined || query.before !== undefined ? withRecallPlans : (_tx: Tx, work: () => Promise<RecallResult[]>) => work();
-  return planned(tx, async () => {
-    if (query.type) return recallEntities(tx, userId, query);
-    // Both statements go out at once (postgres.js pipelines them on the transaction's connection).
-    const [entities, facts] = await Promise.all([recallEntities(tx, userId, query), recallFacts(tx, userId, query)]);
-    return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
-  });
-}
-
 /**
- * Runs recall's statements with sorting discouraged, so that "the scope's nearest by distance" of a large
- * scope walks the HNSW index (which yields rows in distance order, the scope's filters in the scan)
- * instead of reading the whole scope through a btree and sorting it by computed distance (580 ms for a
- * year at 100k). A sort that is the only way (ranking a small scope, the fused list) still runs. The
- * setting is made before the statements (drizzle sends a query only once it is awaited) and put back
- * after them, in the same transaction.
+ * Recall over entities and, unless a type is asked for, current facts: one list, best first. Its
+ * statements go out together, in order, in one round trip (postgres.js pipelines a transaction's
+ * queries; drizzle sends one when it is awaited): for a time window, sorting discouraged first and put
+ * back after, so that "the scope's nearest by distance" of a large window walks the HNSW index (which
+ * yields rows in distance order, the window's bounds in the scan) instead of reading the whole window
+ * through a btree and sorting it by computed distance (580 ms for a year at 100k). A sort that is the
+ * only way (ranking a small scope, the fused list) still runs.
  */
-async function withRecallPlans<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
-  const [before] = await sqlRows<{ was: string }>(
-    tx,
-    sql`select current_setting('enable_sort') as was, set_config('enable_sort', 'off', true)`,
-  );
-  const value = await work();
-  await tx.execute(sql`select set_config('enable_sort', ${before?.was ?? "on"}, true)`);
-  return value;
+export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
+  const bounded = query.since !== undefined || query.before !== undefined;
+  const setting = (statement: SQL) => (bounded ? tx.execute(statement).then(() => []) : Promise.resolve([]));
+  const steered = setting(sql`select set_config('enable_sort', 'off', true)`);
+  const entities = recallEntities(tx, userId, query);
+  const facts = query.type ? Promise.resolve([]) : recallFacts(tx, userId, query);
+  const restored = setting(sql`set local enable_sort to default`);
+  const [, found, held] = await Promise.all([steered, entities, facts, restored]);
+  return [...found, ...held].sort((a, b) => b.score - a.score).slice(0, query.limit);
 }
 
 /**

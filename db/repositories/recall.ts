@@ -4,7 +4,7 @@
 // accents folded) so "cien anos" finds "Cien años" and "VERWANDLUNG" finds "Die Verwandlung"; the
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
 import {
@@ -73,23 +73,23 @@ const STOPWORDS = new Set(
 );
 
 /**
- * Recall over entities and, unless a type is asked for, current facts: one list, best first. Its
- * statements go out together, in order, in one round trip (postgres.js pipelines a transaction's
- * queries; drizzle sends one when it is awaited): for a time window, sorting discouraged first and put
- * back after, so that "the scope's nearest by distance" of a large window walks the HNSW index (which
- * yields rows in distance order, the window's bounds in the scan) instead of reading the whole window
- * through a btree and sorting it by computed distance (580 ms for a year at 100k). A sort that is the
- * only way (ranking a small scope, the fused list) still runs.
+ * Recall over entities and, unless a type is asked for, current facts: one list, best first. Both
+ * statements go out together (postgres.js pipelines a transaction's queries). For a time window, sorting
+ * is discouraged before them and put back after (awaited each: postgres.js sends a statement without
+ * parameters ahead of queued ones that have them), so that "the scope's nearest by distance" of a large
+ * window walks the HNSW index (which yields rows in distance order, the window's bounds in the scan)
+ * instead of reading the whole window through a btree and sorting it by computed distance (580 ms for a
+ * year at 100k). A sort that is the only way (ranking a small scope, the fused list) still runs.
  */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
   const bounded = query.since !== undefined || query.before !== undefined;
-  const setting = (statement: SQL) => (bounded ? tx.execute(statement).then(() => []) : Promise.resolve([]));
-  const steered = setting(sql`select set_config('enable_sort', 'off', true)`);
-  const entities = recallEntities(tx, userId, query);
-  const facts = query.type ? Promise.resolve([]) : recallFacts(tx, userId, query);
-  const restored = setting(sql`set local enable_sort to default`);
-  const [, found, held] = await Promise.all([steered, entities, facts, restored]);
-  return [...found, ...held].sort((a, b) => b.score - a.score).slice(0, query.limit);
+  if (bounded) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+  const [entities, facts] = await Promise.all([
+    recallEntities(tx, userId, query),
+    query.type ? Promise.resolve([]) : recallFacts(tx, userId, query),
+  ]);
+  if (bounded) await tx.execute(sql`set local enable_sort to default`);
+  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
 }
 
 /**

@@ -272,7 +272,7 @@ export function recallSql(userId: string, query: RecallQuery) {
  * "Is vegetarian", subject "diet"), and with a time bound everything in the window. A person
  * holds tens or hundreds of facts, not 100k: they are read through facts_user_idx, any word sufficing.
  */
-export async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
+async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<RecalledFact[]> {
   const rows = await sqlRows<FactRow>(tx, recallFactsSql(userId, query));
   return rows.map(toRecalledFact);
 }

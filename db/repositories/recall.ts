@@ -201,16 +201,21 @@ export function recallSql(userId: string, query: RecallQuery) {
     : none;
   // Misspellings ("Solaaris"): the vector and full-text candidates are re-ranked by trigram
   // similarity, which costs nothing; only when none of them is name-like and no name holds every
-  // word (then nothing is misspelled) does the statement fall back to a trigram index scan over all
-  // the person's names (one-time filters skip it otherwise). A typed question already lists every
+  // word (then nothing is misspelled) does the statement fall back to a trigram search of the
+  // person's names (one-time filters skip it otherwise): through the trigram index, or for a window
+  // over its rows when they are few (the index cannot bound the time: it read every name of the person
+  // sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
+  // (the window's list and its nearest by meaning stand). A typed question already lists every
   // entity of the type, so it never needs the fallback.
+  const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;
   const fallback = query.type
     ? sql``
-    : sql`union
+    : bounded
+      ? sql`union
+          select id, similarity(search_name, ${phrase}) as sim from scope_rows where search_name % ${phrase} and ${unmatched}`
+      : sql`union
           select id, similarity(search_name, ${phrase}) as sim from entities
-          where ${scope} and search_name % ${phrase}
-            and not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH})
-            and not exists (select 1 from fulltext_hits)`;
+          where ${scope} and search_name % ${phrase} and ${unmatched}`;
   const trigramHits = words.length
     ? sql`select id, row_number() over (order by sim desc, id) as rank from (
           select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}

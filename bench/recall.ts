@@ -1,7 +1,8 @@
 // `npm run bench:recall`: memory_recall — how exact and how fast — over a shared database of many people
 // with skewed sizes: one holding BENCH_BIG memories (100k), one 10k, the rest between 100 and 5,000
 // (most near the low end), BENCH_TOTAL in all. On a PostgreSQL server (BENCH_DATABASE_URL) the default is
-// a million memories over a thousand people; on the embedded Postgres (PGlite, WASM) 250k over a hundred.
+// a million memories over a thousand people; on the embedded Postgres (PGlite, WASM, one core) 130k over
+// twenty, which loads and builds its indexes in minutes rather than hours.
 // Embeddings are dense and clustered like bge-m3's (bench/dense-space.ts says how they are made); the
 // local embedder's sparse vectors would flatter every index.
 //
@@ -35,10 +36,10 @@ import { DenseSpace, vectorText } from "./dense-space";
 import { markdownTable, percentile, round } from "./support";
 
 const server = process.env.BENCH_DATABASE_URL;
-const PEOPLE = Number(process.env.BENCH_PEOPLE ?? (server ? 1000 : 100));
+const PEOPLE = Number(process.env.BENCH_PEOPLE ?? (server ? 1000 : 20));
 const BIG = Number(process.env.BENCH_BIG ?? 100_000);
 const SECOND = 10_000;
-const TOTAL = Number(process.env.BENCH_TOTAL ?? (server ? 1_000_000 : 250_000));
+const TOTAL = Number(process.env.BENCH_TOTAL ?? (server ? 1_000_000 : 130_000));
 const SAMPLES = Number(process.env.BENCH_SAMPLES ?? 300);
 const EXACT_SAMPLES = Number(process.env.BENCH_EXACT_SAMPLES ?? 100);
 const SETUP = process.env.BENCH_SETUP === "owner" ? "owner" : "superuser";

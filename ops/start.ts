@@ -102,9 +102,11 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
       "--persist-to",
       `${stateDir}/wrangler`,
       "--show-interactive-dev-session=false",
-      // The DevTools inspector: 9229 when free, unless SOMA_INSPECTOR_PORT names one (two services started
-      // at the same moment would otherwise both see 9229 free and one fail to bind it).
-      ...(settings.SOMA_INSPECTOR_PORT ? ["--inspector-port", settings.SOMA_INSPECTOR_PORT] : []),
+      // The DevTools inspector on the port SOMA_INSPECTOR_PORT names (9229 for `chrome://inspect`), else
+      // on one the kernel picks as it binds: wrangler's own default takes 9229 when it looks free, and two
+      // services started at the same moment both saw it free and one failed to bind it (a CI run).
+      "--inspector-port",
+      settings.SOMA_INSPECTOR_PORT ?? "0",
       // The hourly Cron Trigger (the OAuth upkeep) does not fire locally; this lets one run it by hand
       // (GET /__scheduled, wrangler's local route) instead of a warning on every start.
       "--test-scheduled",

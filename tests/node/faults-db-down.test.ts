@@ -8,7 +8,7 @@ import { OUTAGE_NOTICE } from "../../agents/inbox-policy";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
 import { start, type Running } from "../../ops/start";
-import { servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 
 const standIn = inject("standInUrl");
 const SECRET = "db-down-secret";
@@ -57,7 +57,7 @@ describe("the database down while updates arrive", () => {
     database = await startEmbeddedPostgres({ dataDir });
     app = await start(
       {
-        ...(await servicePorts()),
+        PORT: String(await freePort()),
         DATABASE_URL: database.url,
         SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-db-down-state-`),
         TELEGRAM_BOT_TOKEN: "515151:db-down-token",

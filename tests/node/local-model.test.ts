@@ -9,7 +9,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { findLocalModel, LOCAL_MODEL_TIMEOUT_MS } from "../../ops/local-model";
 import { start, type Running } from "../../ops/start";
 import { LOCAL_CHAT_MODEL } from "../setup/stand-ins";
-import { freePort, servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 
 const standIn = inject("standInUrl");
 const servers: Server[] = [];
@@ -77,7 +77,7 @@ describe("npm start with no AI_PROVIDER", () => {
     const lines: string[] = [];
     const app = await start(
       {
-        ...(await servicePorts()),
+        PORT: String(await freePort()),
         SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-local-model-`),
         SOMA_LOCAL_MODEL_PORTS: new URL(standIn).port,
         DATABASE_URL: "",
@@ -112,7 +112,7 @@ describe("npm start with no AI_PROVIDER", () => {
     const lines: string[] = [];
     const app = await start(
       {
-        ...(await servicePorts()),
+        PORT: String(await freePort()),
         SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-offline-`),
         SOMA_LOCAL_MODEL_PORTS: String(ollama.port),
         AI_PROVIDER: "offline",

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { stripVTControlCharacters } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
-import { servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 import { ROOT } from "./service-process";
 import { waitFor } from "./wait";
 
@@ -31,15 +31,15 @@ afterAll(async () => {
 
 /** `tsx ops/start.ts` (what `npm start` runs after the web build) with only what any shell has set. */
 async function startAsNewcomer() {
-  const ports = await servicePorts();
+  const port = await freePort();
   const stateDir = mkdtempSync(`${tmpdir()}/soma-newcomer-`);
   let output = "";
   const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts"], {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    // Nothing of the test run's own environment: a fresh shell's PATH and HOME, the ports and a fresh state.
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...ports, SOMA_STATE_DIR: stateDir },
+    // Nothing of the test run's own environment: a fresh shell's PATH and HOME, the port and a fresh state.
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: String(port), SOMA_STATE_DIR: stateDir },
   });
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -59,7 +59,7 @@ async function startAsNewcomer() {
   };
   stops.push(stop);
   await waitFor(() => plain(output).includes("Ctrl-C"), 90_000, "the banner");
-  return { url: `http://127.0.0.1:${ports.PORT}`, output: () => plain(output), stateDir, stop };
+  return { url: `http://127.0.0.1:${port}`, output: () => plain(output), stateDir, stop };
 }
 
 describe("a newcomer's npm start", () => {

@@ -14,7 +14,7 @@ import { listVersions, rollback } from "../../ops/rollback";
 import { smoke } from "../../ops/smoke";
 import { start, type Running } from "../../ops/start";
 import { registerWebhook } from "../../ops/telegram";
-import { servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 
 const standIn = inject("standInUrl");
 const chatId = 700_000_000 + Math.floor(Math.random() * 1e6);
@@ -32,7 +32,7 @@ let app: Running;
 beforeAll(async () => {
   app = await start(
     {
-      ...(await servicePorts()),
+      PORT: String(await freePort()),
       DATABASE_URL: inject("databaseUrl"),
       // The database the worker tests use at the same time: its login role keeps the password they
       // connect with (npm start's setup would otherwise set one of its own and lock them out).

@@ -16,7 +16,6 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, r
 import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./helpers";
 import { sleep, waitFor } from "./wait";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -71,7 +70,6 @@ export async function launch(options: LaunchOptions): Promise<Service> {
     env: {
       ...process.env,
       PORT: String(port),
-      SOMA_INSPECTOR_PORT: String(await freePort()),
       SOMA_STATE_DIR: stateDir,
       WRANGLER_SEND_METRICS: "false",
       TELEGRAM_BOT_TOKEN: BOT_TOKEN,

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { start, type Running } from "../../ops/start";
-import { servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 
 async function health(url: string) {
   const response = await fetch(`${url}/api/health`);
@@ -24,7 +24,7 @@ describe("npm start", () => {
     const database = await startEmbeddedPostgres({ dataDir });
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-`);
     const app = await start(
-      { ...(await servicePorts()), DATABASE_URL: database.url, SOMA_STATE_DIR: stateDir, TELEGRAM_BOT_USERNAME: "soma_test_bot" },
+      { PORT: String(await freePort()), DATABASE_URL: database.url, SOMA_STATE_DIR: stateDir, TELEGRAM_BOT_USERNAME: "soma_test_bot" },
       () => {},
     );
     running.push(app);
@@ -56,7 +56,7 @@ describe("npm start", () => {
 
   it("starts the embedded Postgres when no DATABASE_URL is set, keeping its data in the state directory", async () => {
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-`);
-    const app = await start({ ...(await servicePorts()), SOMA_STATE_DIR: stateDir }, () => {});
+    const app = await start({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir }, () => {});
     running.push(app);
     expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, db: true } });
     expect(existsSync(`${stateDir}/pgdata/PG_VERSION`)).toBe(true);

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { start, type Running } from "../../ops/start";
-import { servicePorts } from "./helpers";
+import { freePort } from "./helpers";
 import { startPushService, type PushService } from "./push-service";
 
 let push: PushService;
@@ -30,7 +30,7 @@ beforeAll(async () => {
   // workerd under wrangler dev trusts extra CAs from here: the stand-in's certificate is the test's own.
   process.env.NODE_EXTRA_CA_CERTS = push.caFile;
   stateDir = mkdtempSync(`${tmpdir()}/soma-push-`);
-  soma = await start({ ...(await servicePorts()), SOMA_STATE_DIR: stateDir, DATABASE_URL: "" }, () => {});
+  soma = await start({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir, DATABASE_URL: "" }, () => {});
 }, 120_000);
 afterAll(async () => {
   await soma?.stop();
@@ -128,7 +128,7 @@ describe("Web Push from the Worker", () => {
   it("keeps its VAPID pair across a restart, so a subscribed browser stays subscribed", async () => {
     const before = readFileSync(`${stateDir}/vapid.json`, "utf8");
     await soma.stop();
-    soma = await start({ ...(await servicePorts()), SOMA_STATE_DIR: stateDir, DATABASE_URL: "" }, () => {});
+    soma = await start({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir, DATABASE_URL: "" }, () => {});
     expect(readFileSync(`${stateDir}/vapid.json`, "utf8")).toBe(before);
     const cookie = await signIn(soma.url);
     const state = (await (await fetch(`${soma.url}/api/push`, { headers: { cookie } })).json()) as { publicKey: string };

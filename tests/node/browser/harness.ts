@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { expect } from "vitest";
 import { start, type Running } from "../../../ops/start";
-import { servicePorts } from "../helpers";
+import { freePort } from "../helpers";
 
 const SCREENSHOTS = fileURLToPath(new URL("../../../test-results/screenshots/", import.meta.url));
 export const PHONE = { width: 375, height: 740 };
@@ -23,7 +23,7 @@ export interface Session {
 /** `npm start` on a free port with its own state directory (plus `env`), and a headless Chromium. */
 export async function startSession(env: Record<string, string> = {}): Promise<Session> {
   const app = await start(
-    { ...(await servicePorts()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-browser-`), DATABASE_URL: "", ...env },
+    { PORT: String(await freePort()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-browser-`), DATABASE_URL: "", ...env },
     () => {},
   );
   const browser = await chromium.launch({

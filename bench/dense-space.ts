@@ -1,7 +1,7 @@
 // Dense embeddings distributed like a production embedder's (bge-m3: 1024 dimensions, unit length), for
 // measuring recall where the local embedder's sparse hashed vectors would flatter every index. How they
 // are made: each vector is the normalized sum of
-//   a common direction shared by every text   (weight² 0.35: unrelated texts sit at cosine ≈ 0.35, as
+//   a common direction shared by every text   (weight² 0.35: unrelated texts sit at cosine ≈ 0.38, as
 //                                              bge-m3's do, not at 0 as random vectors would),
 //   one of 160 topics (a type × a word)        (weight² 0.25: same topic ≈ 0.60),
 //   one of 3,200 subtopics (topic × a word)    (weight² 0.15: same subtopic ≈ 0.75),
@@ -97,11 +97,4 @@ export function vectorText(v: Float32Array): string {
   let out = "[";
   for (let d = 0; d < v.length; d++) out += (d ? "," : "") + (Math.round(v[d]! * 1e5) / 1e5).toString();
   return `${out}]`;
-}
-
-/** Cosine similarity of two unit vectors. */
-export function cosine(a: Float32Array, b: Float32Array): number {
-  let dot = 0;
-  for (let d = 0; d < a.length; d++) dot += a[d]! * b[d]!;
-  return dot;
 }

@@ -103,16 +103,20 @@ export interface FactView {
   source: { kind: string; excerpt: string | null; at: string } | null;
 }
 
-type FactViewRow = {
+/** A fact's own columns as a statement returns them (recall's rows add a score: recall-rows.ts). */
+export type FactColumns = {
   id: string;
   statement: string;
   category: string;
   subject: string;
   confidence: number | string;
   origin: string;
-  superseded_by: string | null;
   told_at: string | Date;
   happened_at: string | Date | null;
+};
+
+type FactViewRow = FactColumns & {
+  superseded_by: string | null;
   updated_at: string | Date;
   source_kind: string | null;
   source_text: string | null;

@@ -1,6 +1,7 @@
 // What recall answers (db/repositories/recall.ts): a remembered entity or fact with its score, the
 // retrievers that found it and its source, made from the rows of recall's statements.
 import { iso, isoOrNull } from "../timestamps";
+import type { FactColumns } from "./facts";
 
 type MatchKind = "vector" | "fulltext" | "trigram" | "type" | "time";
 
@@ -58,18 +59,11 @@ export type RecallRow = SourceColumns & {
   matched_by: MatchKind[] | string;
 };
 
-export type FactRow = SourceColumns & {
-  id: string;
-  statement: string;
-  category: string;
-  subject: string;
-  confidence: number | string;
-  origin: string;
-  told_at: string | Date;
-  happened_at: string | Date | null;
-  score: string | number;
-  matched_by: MatchKind[] | string;
-};
+export type FactRow = SourceColumns &
+  FactColumns & {
+    score: string | number;
+    matched_by: MatchKind[] | string;
+  };
 
 export function toRecalled(row: RecallRow): RecalledEntity {
   return {

@@ -230,5 +230,19 @@ describe("recall is exact", () => {
       }
     }
     expect(total / questions).toBeGreaterThanOrEqual(0.98);
+    // And the reference is a full search: with no word to match, its answers are the memories nearest by
+    // real distance (within the relevance limit), as computed here over every row.
+    const question = Array.from(space.vector(3, 3 * 8 + 5, 20_000));
+    const nearest = rows
+      .map((r) => ({ name: r.name, d: distance(question, r.embedding) }))
+      .filter((r) => r.d <= 0.6)
+      .sort((a, b) => a.d - b.d)
+      .slice(0, 20)
+      .map((r) => r.name);
+    const reference = await testDatabase().withUser(person.id, (tx) =>
+      recallMemory(tx, person.id, { query: "qqq", limit: 20, embedding: question, exhaustive: true }),
+    );
+    expect(nearest.length).toBeGreaterThan(10);
+    expect(names(reference)).toEqual(nearest);
   }, 120_000);
 });

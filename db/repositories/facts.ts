@@ -6,6 +6,7 @@ import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { iso, isoOrNull } from "../timestamps";
 import { normalizeName } from "./memory";
+import { type FactColumns, factFields } from "./recall-rows";
 
 /** Cosine similarity from which two statements are the same claim. */
 const FACT_DEDUPE_SIMILARITY = 0.85;
@@ -103,18 +104,6 @@ export interface FactView {
   source: { kind: string; excerpt: string | null; at: string } | null;
 }
 
-/** A fact's own columns as a statement returns them (recall's rows add a score: recall-rows.ts). */
-export type FactColumns = {
-  id: string;
-  statement: string;
-  category: string;
-  subject: string;
-  confidence: number | string;
-  origin: string;
-  told_at: string | Date;
-  happened_at: string | Date | null;
-};
-
 type FactViewRow = FactColumns & {
   superseded_by: string | null;
   updated_at: string | Date;
@@ -128,12 +117,7 @@ const FACT_VIEW = sql`f.id, f.statement, f.category, f.subject, f.confidence, f.
 
 function toView(row: FactViewRow): FactView {
   return {
-    id: row.id,
-    statement: row.statement,
-    category: row.category,
-    subject: row.subject,
-    confidence: Number(Number(row.confidence).toFixed(3)),
-    origin: row.origin,
+    ...factFields(row),
     supersededBy: row.superseded_by,
     toldAt: iso(row.told_at),
     happenedAt: isoOrNull(row.happened_at),

@@ -1,7 +1,6 @@
 // What recall answers (db/repositories/recall.ts): a remembered entity or fact with its score, the
 // retrievers that found it and its source, made from the rows of recall's statements.
 import { iso, isoOrNull } from "../timestamps";
-import type { FactColumns } from "./facts";
 
 type MatchKind = "vector" | "fulltext" | "trigram" | "type" | "time";
 
@@ -59,6 +58,18 @@ export type RecallRow = SourceColumns & {
   matched_by: MatchKind[] | string;
 };
 
+/** A fact's own columns as a statement returns them (recall's rows add a score; the facts page, its history: facts.ts). */
+export type FactColumns = {
+  id: string;
+  statement: string;
+  category: string;
+  subject: string;
+  confidence: number | string;
+  origin: string;
+  told_at: string | Date;
+  happened_at: string | Date | null;
+};
+
 export type FactRow = SourceColumns &
   FactColumns & {
     score: string | number;
@@ -101,17 +112,22 @@ function matchKinds(value: MatchKind[] | string): MatchKind[] {
   return (kinds as MatchKind[]).sort();
 }
 
+/** A fact's own fields from its columns (recall's answers and the facts page alike). */
+export function factFields(row: FactColumns) {
+  return {
+    id: row.id,
+    statement: row.statement,
+    category: row.category,
+    subject: row.subject,
+    confidence: Number(Number(row.confidence).toFixed(3)),
+    origin: row.origin,
+  };
+}
+
 export function toRecalledFact(row: FactRow): RecalledFact {
   return {
     kind: "fact",
-    fact: {
-      id: row.id,
-      statement: row.statement,
-      category: row.category,
-      subject: row.subject,
-      confidence: Number(Number(row.confidence).toFixed(3)),
-      origin: row.origin,
-    },
+    fact: factFields(row),
     score: Number(Number(row.score).toFixed(5)),
     matchedBy: matchKinds(row.matched_by),
     source: sourceOf(row, row.told_at),

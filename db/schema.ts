@@ -193,9 +193,11 @@ export const entities = pgTable(
     embedding: embedding(),
     /** normalized_name with accents folded: what the trigram index and recall compare. */
     searchName: text("search_name").generatedAlwaysAs(folded("normalized_name")),
-    // 'simple': no stemming, no stop words — names in any language are kept word for word (recall
-    // matches a word's beginning instead, db/repositories/recall.ts).
-    search: tsvector("search").generatedAlwaysAs(sql`to_tsvector('simple'::regconfig, ${folded("normalized_name")} || ' ' || type)`),
+    // 'simple': no stemming, no stop words — names in any language are kept word for word, weight A,
+    // and every word's beginnings (2 letters up) are words too (no weight): recall matches a word's
+    // beginning as one lexeme in the GIN index rather than as a prefix query, which gathers every
+    // person's words of that beginning (migration 0017, db/repositories/recall.ts).
+    search: tsvector("search").generatedAlwaysAs(sql`name_search_vector(${folded("normalized_name")} || ' ' || type)`),
     status: text("status", { enum: ["active", "archived"] })
       .notNull()
       .default("active"),
@@ -225,6 +227,8 @@ export const entities = pgTable(
     index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
     index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
+    // Both also carry (INCLUDE, migration 0018) status, id and sketch: a scope's ranking by sketch reads
+    // the index alone.
     index("entities_user_recall_at_idx").on(t.userId, t.recallAt),
     // "Which books did I read last month?": the type's window straight from the index, not the whole
     // window filtered by type (7,000 rows read and dropped for a month at 100k).

@@ -32,12 +32,22 @@ export interface RecallQuery {
    * bench/recall.ts and tests/worker/recall-exact.test.ts). Never set by the tools.
    */
   exhaustive?: boolean;
+  /**
+   * The most rows a scope may hold to be ranked by its sketches (SCOPE_ROWS); a larger one walks HNSW.
+   * Only tests set it, to reach the HNSW path without inserting SCOPE_ROWS rows on the embedded Postgres.
+   */
+  scopeRows?: number;
 }
 
 export type { RecallResult, RecalledEntity } from "./recall-rows";
 
-/** Cosine distance past which a vector neighbour is noise rather than a match. */
-const MAX_VECTOR_DISTANCE = 0.6;
+/**
+ * Cosine distance past which a vector neighbour is noise rather than a match (cosine 0.5). Unrelated
+ * texts sit near cosine 0.38 in bge-m3's space, and among 100k of a person's memories the likeliest of
+ * them reach 0.42: at 0.6 those made up the rest of every answer with few true matches, a different
+ * rest for each search (bench:recall's facts agreed with the exhaustive reference at 0.67).
+ */
+export const MAX_VECTOR_DISTANCE = 0.5;
 /** Candidates each lexical retriever contributes before fusion. */
 const CANDIDATES = 50;
 /** Nearest neighbours kept from HNSW (db/database.ts searches 100 wide: the best 20 of 100 candidates). */
@@ -56,11 +66,16 @@ const RECENCY_WEIGHT = 0.002;
 const CONFIDENCE_WEIGHT = 0.002;
 /**
  * A scope (the person's rows, of a type, in a window) of at most this many rows is ranked by its rows'
- * in-row sketches (the embeddings' signs) and its closest SKETCH_CANDIDATES then by their real distance:
- * a small person, a narrow window, a rare type. A larger one is searched through HNSW with its filters in
- * the scan (pgvector's iterative scan goes on past the rows they drop), never filtered afterwards.
+ * sketches (the embeddings' signs, which the (user, recall_at) and (user, type, recall_at) indexes
+ * carry: an index-only scan, 4 ms for 7,000 rows) and its closest SKETCH_CANDIDATES then by their real
+ * distance: a person of up to 10k memories, a month at 100k, a type. A larger one is searched through
+ * HNSW with its filters in the scan (pgvector's iterative scan goes on past the rows they drop), never
+ * filtered afterwards; the shared index's walk past other people's rows took 70-80 ms for a 10k person
+ * or a month at 100k, and ranking a year (35,000 rows) by sketch would cost as much.
  */
-export const SCOPE_ROWS = 2000;
+export const SCOPE_ROWS = 10_000;
+/** A window's rows compared for a misspelled name only up to this many (each is read from the table). */
+const FALLBACK_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
 export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
 /** Words from which only the beginning must match (a stem for inflected languages). */
@@ -104,7 +119,11 @@ export async function recallEntities(tx: Tx, userId: string, query: RecallQuery)
   return rows.map(toRecalled);
 }
 
-/** The question's search key, its content words and its full-text terms. */
+/**
+ * The question's search key, its content words, and its full-text terms: for facts as prefix queries
+ * (`word:*`), for entity names as lexemes of their tsvector, which holds every word's beginnings too
+ * (migration 0017): a beginning is any lexeme, a whole word only a weight-A one (`word:A`).
+ */
 function terms(text: string) {
   // Postgres text cannot hold NUL: a query carrying one would fail the whole statement.
   const key = foldForSearch(normalizeName(text.replaceAll("\u0000", "")));
@@ -114,12 +133,17 @@ function terms(text: string) {
     .slice(0, 12);
   // A long word matches by its beginning (Достоевского ~ Достоевский, Verwandlungen ~ Verwandlung);
   // the last word is always a prefix (the person may still be typing it).
-  const term = (w: string, last: boolean) => {
+  const beginning = (w: string, last: boolean) => {
     const letters = [...w];
-    if (letters.length >= STEM_FROM) return `${letters.slice(0, Math.max(STEM_FROM - 1, letters.length - 3)).join("")}:*`;
-    return last ? `${w}:*` : w;
+    if (letters.length >= STEM_FROM) return letters.slice(0, Math.max(STEM_FROM - 1, letters.length - 3)).join("");
+    return last ? w : null;
   };
-  return { key, words, phrase: words.join(" "), tsTerms: words.map((w, i) => term(w, i === words.length - 1)) };
+  const tsTerms = words.map((w, i) => {
+    const b = beginning(w, i === words.length - 1);
+    return b === null ? w : `${b}:*`;
+  });
+  const nameTerms = words.map((w, i) => beginning(w, i === words.length - 1) ?? `${w}:A`);
+  return { key, words, phrase: words.join(" "), tsTerms, nameTerms };
 }
 
 /** When a memory counts as being from: when it happened if the person said so, else when they told it. */
@@ -134,9 +158,10 @@ function windowOn(column: string, query: Pick<RecallQuery, "since" | "before">) 
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
 export function recallSql(userId: string, query: RecallQuery) {
-  const { key, words, phrase, tsTerms } = terms(query.query);
+  const { key, words, phrase, nameTerms } = terms(query.query);
   const vector = vectorLiteral(query.embedding);
   const bounded = query.since !== undefined || query.before !== undefined;
+  const scopeLimit = query.scopeRows ?? SCOPE_ROWS;
   // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
   // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
   // the HNSW and GIN indexes instead of reading all of the person's rows through the btree.
@@ -145,7 +170,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  // Whether the scope is small: its first SCOPE_ROWS + 1 index entries counted, archived ones too (an
+  // Whether the scope is small: its first scopeRows + 1 index entries counted, archived ones too (an
   // upper bound; either path is exact), so that the person's own btree (of the window, the type, or
   // the person and status) answers alone, without the table: reading the rows took 10 ms at 100k.
   const typed = query.type ? sql`and type = ${query.type}` : sql``;
@@ -154,12 +179,11 @@ export function recallSql(userId: string, query: RecallQuery) {
     : query.type
       ? sql`user_id = ${userId} ${typed}`
       : sql`user_id = ${userId} and status = 'active'`;
-  // A small scope's rows, each read in the order of the person's own index (of the window, the type,
-  // or the person), so that the planner reads that index rather than the table, other people's rows
-  // and all; a large scope's are never read.
-  const scopeOrder = query.type && !bounded ? sql`updated_at desc` : sql`${WHEN} desc`;
-  const scopeRows = sql`select id, search_name, sketch from entities where ${scope} and (select small from scope_size)
-    order by ${scopeOrder} limit ${SCOPE_ROWS + 1}`;
+  // A small scope's sketches, read in the order of the person's own index (of the type or the person,
+  // by when), which holds them (migration 0018): an index-only scan, never the table or other people's
+  // rows. A large scope's are never read.
+  const scopeRows = sql`select id, sketch from entities where ${scope} and (select small from scope_size)
+    order by ${WHEN} desc limit ${scopeLimit + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
   // every row's distance (470 ms for a year at 100k).
@@ -189,7 +213,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   // (a cut before ranking kept an arbitrary few of hundreds of names sharing common words); a name that is
   // the question itself comes first, whatever its words. Ties go to the newest, then the id, so that the
   // ranking is the same whichever plan computes it.
-  const tsQuery = tsTerms.join(" & ");
+  const tsQuery = nameTerms.join(" & ");
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (
             select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
@@ -203,7 +227,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   // similarity, which costs nothing; only when none of them is name-like and no name holds every
   // word (then nothing is misspelled) does the statement fall back to a trigram search of the
   // person's names (one-time filters skip it otherwise): through the trigram index, or for a window
-  // over its rows when they are few (the index cannot bound the time: it read every name of the person
+  // over its rows when they are FALLBACK_ROWS or fewer (the index cannot bound the time: it read every name of the person
   // sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
   // (the window's list and its nearest by meaning stand). A typed question already lists every
   // entity of the type, so it never needs the fallback.
@@ -212,7 +236,8 @@ export function recallSql(userId: string, query: RecallQuery) {
     ? sql``
     : bounded
       ? sql`union
-          select id, similarity(search_name, ${phrase}) as sim from scope_rows where search_name % ${phrase} and ${unmatched}`
+          select e.id, similarity(e.search_name, ${phrase}) as sim from scope_rows r join entities e on e.id = r.id
+          where (select rows from scope_size) <= ${FALLBACK_ROWS} and e.search_name % ${phrase} and ${unmatched}`
       : sql`union
           select id, similarity(search_name, ${phrase}) as sim from entities
           where ${scope} and search_name % ${phrase} and ${unmatched}`;
@@ -237,7 +262,8 @@ export function recallSql(userId: string, query: RecallQuery) {
   return sql`
     with
     scope_size as materialized (
-      select count(*) <= ${SCOPE_ROWS} as small from (select 1 from entities where ${countScope} limit ${SCOPE_ROWS + 1}) s
+      select count(*) as rows, count(*) <= ${scopeLimit} as small
+      from (select 1 from entities where ${countScope} limit ${scopeLimit + 1}) s
     ),
     scope_rows as materialized (${scopeRows}),
     -- Materialized: the planner cannot turn a small scope's ranking into an HNSW scan joined back to it.

@@ -139,6 +139,26 @@ describe("memory_recall", () => {
     expect(names).not.toContain("Children of Time");
   });
 
+  it("matches the word still being typed by its beginning, every other short word whole", async () => {
+    const person = await newPerson();
+    await turn(person, [capture("place", "Red Harbor"), capture("place", "Redwood Lodge"), capture("book", "Dark Harbor")]);
+    const byWords = async (query: string) => {
+      const [results] = await turn(person, [recall(query)]);
+      return (results as RecalledEntity[])
+        .filter((r) => r.matchedBy.includes("fulltext"))
+        .map((r) => r.entity.name)
+        .sort();
+    };
+    // The last word is a beginning.
+    expect(await byWords("harb")).toEqual(["Dark Harbor", "Red Harbor"]);
+    expect(await byWords("red")).toEqual(["Red Harbor", "Redwood Lodge"]);
+    // An earlier short word is a whole word: "red" is not "redwood".
+    expect(await byWords("red harb")).toEqual(["Red Harbor"]);
+    expect(await byWords("re harbor")).toEqual([]);
+    // A long word matches by its stem wherever it stands ("redwoods" → "redwo").
+    expect(await byWords("redwoods lodge")).toEqual(["Redwood Lodge"]);
+  });
+
   it("finds 'Solaris' from the misspelling 'Solaaris', by trigram", async () => {
     const person = await newPerson();
     await turn(person, [capture("book", "Solaris"), capture("book", "Snow Crash")]);

@@ -227,7 +227,7 @@ export const entities = pgTable(
     index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
     index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
-    // Both also carry (INCLUDE, migration 0018) status, id and sketch: a scope's ranking by sketch reads
+    // Both also carry (INCLUDE, migration 0018) status, id, sketch and search_name: ranking a scope by sketch reads
     // the index alone.
     index("entities_user_recall_at_idx").on(t.userId, t.recallAt),
     // "Which books did I read last month?": the type's window straight from the index, not the whole

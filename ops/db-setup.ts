@@ -44,8 +44,16 @@ export async function setupDatabase(url: string, log: (line: string) => void = (
     const runScript = (file: string) => applySqlScript(sql, file, options);
     await runScript(EXTENSIONS_SCRIPT);
     log(`applied ${EXTENSIONS_SCRIPT}`);
+    const applied = await appliedMigrations(sql);
     await migrate(drizzle(sql), { migrationsFolder: MIGRATIONS_DIR, migrationsSchema: "drizzle" });
     log("applied drizzle migrations");
+    if ((await appliedMigrations(sql)) > applied) {
+      // A migration may have rewritten a memory table (0017 did): its visibility map is then empty, so
+      // recall's index-only scans (migration 0018) would read the table until autovacuum came by, and
+      // its new columns have no statistics for the planner. VACUUM runs outside a transaction.
+      await sql`vacuum (analyze) entities, facts`;
+      log("vacuumed and analyzed the memory tables");
+    }
     for (const script of scripts.filter((f) => f !== EXTENSIONS_SCRIPT)) {
       await runScript(script);
       log(`applied ${script}`);
@@ -104,6 +112,14 @@ export function scramVerifier(password: string, iterations = 4096): string {
   const storedKey = createHash("sha256").update(createHmac("sha256", salted).update("Client Key").digest()).digest();
   const serverKey = createHmac("sha256", salted).update("Server Key").digest();
   return `SCRAM-SHA-256$${iterations}:${salt.toString("base64")}$${storedKey.toString("base64")}:${serverKey.toString("base64")}`;
+}
+
+/** How many drizzle migrations the database has applied (0 before the first). */
+async function appliedMigrations(sql: postgres.Sql): Promise<number> {
+  const [table] = await sql<[{ exists: boolean }]>`select to_regclass('drizzle.__drizzle_migrations') is not null as exists`;
+  if (!table.exists) return 0;
+  const [row] = await sql<[{ n: number }]>`select count(*)::int as n from drizzle.__drizzle_migrations`;
+  return row.n;
 }
 
 runMain(import.meta, async () => {

@@ -74,7 +74,7 @@ const CONFIDENCE_WEIGHT = 0.002;
  * or a month at 100k, and ranking a year (35,000 rows) by sketch would cost as much.
  */
 export const SCOPE_ROWS = 10_000;
-/** A window's rows compared for a misspelled name only up to this many (each is read from the table). */
+/** A window's names compared with a misspelled one only up to this many (a similarity each). */
 const FALLBACK_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
 export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
@@ -179,10 +179,10 @@ export function recallSql(userId: string, query: RecallQuery) {
     : query.type
       ? sql`user_id = ${userId} ${typed}`
       : sql`user_id = ${userId} and status = 'active'`;
-  // A small scope's sketches, read in the order of the person's own index (of the type or the person,
-  // by when), which holds them (migration 0018): an index-only scan, never the table or other people's
-  // rows. A large scope's are never read.
-  const scopeRows = sql`select id, sketch from entities where ${scope} and (select small from scope_size)
+  // A small scope's sketches and names, read in the order of the person's own index (of the type or the
+  // person, by when), which holds them (migration 0018): an index-only scan, never the table or other
+  // people's rows. A large scope's are never read.
+  const scopeRows = sql`select id, search_name, sketch from entities where ${scope} and (select small from scope_size)
     order by ${WHEN} desc limit ${scopeLimit + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
@@ -236,8 +236,8 @@ export function recallSql(userId: string, query: RecallQuery) {
     ? sql``
     : bounded
       ? sql`union
-          select e.id, similarity(e.search_name, ${phrase}) as sim from scope_rows r join entities e on e.id = r.id
-          where (select rows from scope_size) <= ${FALLBACK_ROWS} and e.search_name % ${phrase} and ${unmatched}`
+          select id, similarity(search_name, ${phrase}) as sim from scope_rows
+          where (select rows from scope_size) <= ${FALLBACK_ROWS} and search_name % ${phrase} and ${unmatched}`
       : sql`union
           select id, similarity(search_name, ${phrase}) as sim from entities
           where ${scope} and search_name % ${phrase} and ${unmatched}`;

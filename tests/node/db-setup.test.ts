@@ -50,6 +50,7 @@ describe("db:setup", () => {
     expect(steps).toEqual([
       "applied 0001_extensions.sql",
       "applied drizzle migrations",
+      "vacuumed and analyzed the memory tables",
       "applied 0100_roles.sql",
       "applied 0200_rls.sql",
       "applied 0300_triggers.sql",

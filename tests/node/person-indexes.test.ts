@@ -1,0 +1,97 @@
+// Guards `npm run db:person-indexes` (ops/person-indexes.ts): a person holding more memories than the
+// threshold gets a vector index of their own, which their recall then walks instead of everyone's;
+// nobody else's recall does; a run changes nothing the second time; the index goes when the person
+// falls under half the threshold or their account is deleted. On the embedded Postgres, as the
+// database's owner, with row-level security forced on the owner too.
+import { sql as sqlTag } from "drizzle-orm";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Database } from "../../db/database";
+import { createPerson } from "../../db/repositories/auth";
+import { type RecallQuery, recallSql } from "../../db/repositories/recall";
+import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
+import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
+import { personIndexName, tunePersonIndexes } from "../../ops/person-indexes";
+
+let database: EmbeddedPostgres;
+let owner: postgres.Sql;
+let db: Database;
+
+beforeAll(async () => {
+  database = await startEmbeddedPostgres();
+  const worker = { role: "soma_worker", password: "person-indexes-test" };
+  await setupDatabase(database.url, () => {}, { worker });
+  owner = postgres(database.url, { max: 1, onnotice: () => {} });
+  db = new Database(workerDatabaseUrl(database.url, worker), { max: 1 });
+}, 120_000);
+afterAll(async () => {
+  await db.close();
+  await owner.end({ timeout: 1 });
+  await database.stop();
+});
+
+/** `count` memories of `userId`, each with its own random embedding. */
+async function fill(userId: string, count: number) {
+  await db.withUser(userId, (tx) =>
+    tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name, embedding)
+      select ${userId}, 'note', 'note ' || g, 'note ' || g,
+             (select ('[' || string_agg((random() - 0.5)::text, ',') || ']')::vector from generate_series(1, ${EMBEDDING_DIMENSIONS}) d where g > 0)
+      from generate_series(1, ${count}) g`),
+  );
+}
+
+/** The indexes the plan of `userId`'s recall walks, with scopes over 10 rows searched through HNSW. */
+async function indexesWalked(userId: string): Promise<string[]> {
+  const query: RecallQuery = {
+    query: "zzz",
+    limit: 20,
+    embedding: Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Math.sin(i)),
+    scopeRows: 10,
+  };
+  const plan = await db.withUser(userId, async (tx) => {
+    // As at scale, where sorting a large person's rows by distance is what the index spares.
+    await tx.execute(sqlTag`select set_config('enable_sort', 'off', true)`);
+    return (await tx.execute(sqlTag`explain ${recallSql(userId, query)}`)) as unknown as Array<{ "QUERY PLAN": string }>;
+  });
+  return plan.flatMap((row) => /Index Scan using (\S+)/.exec(row["QUERY PLAN"])?.[1] ?? []).filter((name) => name.includes("hnsw"));
+}
+
+const personIndexes = async () =>
+  (
+    await owner<Array<{ indexname: string }>>`
+    select indexname from pg_indexes where tablename = 'entities' and indexname like 'entities_hnsw_person_%' order by 1`
+  ).map((r) => r.indexname);
+
+describe("db:person-indexes", () => {
+  it("gives a large person a graph of their own, walked by their recall only; idempotent; dropped when they shrink or leave", async () => {
+    const large = await createPerson(db, { displayName: "large" });
+    const small = await createPerson(db, { displayName: "small" });
+    const leaving = await createPerson(db, { displayName: "leaving" });
+    await fill(large.id, 120);
+    await fill(small.id, 30);
+    await fill(leaving.id, 110);
+
+    const changes = await tunePersonIndexes(owner, 100);
+    expect(changes.map((c) => [c.userId, c.memories, c.change]).sort()).toEqual(
+      [
+        [large.id, 120, "created"],
+        [leaving.id, 110, "created"],
+      ].sort(),
+    );
+    expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
+    expect(await indexesWalked(large.id)).toEqual([personIndexName(large.id)]);
+    expect(await indexesWalked(small.id)).toEqual(["entities_embedding_hnsw"]);
+
+    // A second run changes nothing.
+    expect(await tunePersonIndexes(owner, 100)).toEqual([]);
+
+    // Under half the threshold: dropped. An account deleted: its index dropped with it.
+    await db.withUser(large.id, (tx) => tx.execute(sqlTag`delete from entities where user_id = ${large.id} and name not like 'note 1_'`));
+    await owner`delete from auth.users where id = ${leaving.id}`;
+    const later = await tunePersonIndexes(owner, 100);
+    expect(later.map((c) => c.change)).toEqual(["dropped", "dropped"]);
+    expect(await personIndexes()).toEqual([]);
+    expect(await indexesWalked(large.id)).toEqual(["entities_embedding_hnsw"]);
+  }, 120_000);
+});

@@ -70,8 +70,9 @@ const CONFIDENCE_WEIGHT = 0.002;
  * carry: an index-only scan, 4 ms for 7,000 rows) and its closest SKETCH_CANDIDATES then by their real
  * distance: a person of up to 10k memories, a month at 100k, a type. A larger one is searched through
  * HNSW with its filters in the scan (pgvector's iterative scan goes on past the rows they drop), never
- * filtered afterwards; the shared index's walk past other people's rows took 70-80 ms for a 10k person
- * or a month at 100k, and ranking a year (35,000 rows) by sketch would cost as much.
+ * filtered afterwards: through the person's own graph, which `npm run db:person-indexes` gives everyone
+ * holding more than SCOPE_ROWS (ops/person-indexes.ts), else the shared one. The shared graph's walk past
+ * other people's rows took 70-80 ms for a 10k person or a month at 100k, and missed neighbourhoods.
  */
 export const SCOPE_ROWS = 10_000;
 /** A window's names compared with a misspelled one only up to this many (a similarity each). */
@@ -227,8 +228,8 @@ export function recallSql(userId: string, query: RecallQuery) {
   // similarity, which costs nothing; only when none of them is name-like and no name holds every
   // word (then nothing is misspelled) does the statement fall back to a trigram search of the
   // person's names (one-time filters skip it otherwise): through the trigram index, or for a window
-  // over its rows when they are FALLBACK_ROWS or fewer (the index cannot bound the time: it read every name of the person
-  // sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
+  // over its names when they are FALLBACK_ROWS or fewer (the index cannot bound the time: it read every
+  // name of the person sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
   // (the window's list and its nearest by meaning stand). A typed question already lists every
   // entity of the type, so it never needs the fallback.
   const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;

@@ -194,7 +194,7 @@ export const entities = pgTable(
     /** normalized_name with accents folded: what the trigram index and recall compare. */
     searchName: text("search_name").generatedAlwaysAs(folded("normalized_name")),
     // 'simple': no stemming, no stop words — names in any language are kept word for word, weight A,
-    // and every word's beginnings (2 letters up) are words too (no weight): recall matches a word's
+    // and every word's beginnings (2 letters up) are words too, weight D: recall matches a word's
     // beginning as one lexeme in the GIN index rather than as a prefix query, which gathers every
     // person's words of that beginning (migration 0017, db/repositories/recall.ts).
     search: tsvector("search").generatedAlwaysAs(sql`name_search_vector(${folded("normalized_name")} || ' ' || type)`),

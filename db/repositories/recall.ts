@@ -242,8 +242,11 @@ export function recallSql(userId: string, query: RecallQuery) {
       : sql`union
           select id, similarity(search_name, ${phrase}) as sim from entities
           where ${scope} and search_name % ${phrase} and ${unmatched}`;
+  // Equally similar names share a rank: fifty names holding the same words are as similar to them,
+  // and ordering them by id gave each a random share of the fused score (the newest of them could fall
+  // behind older ones: recall-exact test 5).
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by sim desc, id) as rank from (
+    ? sql`select id, rank() over (order by sim desc) as rank from (
           select id, sim from fuzzy where sim >= ${TRIGRAM_MATCH}
           ${fallback}
           order by sim desc, id limit ${CANDIDATES}
@@ -340,7 +343,7 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
   // over every fact cost more than the rest of the statement). Only when none of them is similar does
   // the statement look further, through the trigram index (`<%`: pg_trgm's word-similarity threshold).
   const trigramHits = words.length
-    ? sql`select id, row_number() over (order by wsim desc, id) as rank from (
+    ? sql`select id, rank() over (order by wsim desc) as rank from (
             select id, wsim from similar_words where wsim >= ${FACT_TRIGRAM_MATCH}
             union
             select id, word_similarity(${phrase}, search_key) from facts

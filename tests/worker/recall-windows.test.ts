@@ -1,5 +1,5 @@
 // Guards the two paths recall takes (db/repositories/recall.ts): a small window's rows ranked by their
-// sketches and the closest by their real embedding; a window holding more than SCOPE_ROWS rows searched
+// sketches and the closest by their real embedding; a window holding more rows than that (SCOPE_ROWS) searched
 // through HNSW with the window in the scan, so an older memory of a busy week is still found by meaning. A person's facts, past the
 // sketch's candidates, are found by meaning and by a misspelled word among many.
 import { sql } from "drizzle-orm";
@@ -8,16 +8,23 @@ import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recallMemory, type RecallResult } from "../../db/repositories/memory";
-import { SCOPE_ROWS, SKETCH_CANDIDATES } from "../../db/repositories/recall";
+import { SKETCH_CANDIDATES } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
 
 const DAY_MS = 86_400_000;
 
-async function recall(person: Person, query: string, window: { since?: Date; before?: Date } = {}): Promise<RecallResult[]> {
+async function recall(
+  person: Person,
+  query: string,
+  window: { since?: Date; before?: Date; scopeRows?: number } = {},
+): Promise<RecallResult[]> {
   const [embedding] = await localEmbedder.embed([query]);
   return testDatabase().withUser(person.id, (tx) => recallMemory(tx, person.id, { query, limit: 10, embedding: embedding!, ...window }));
 }
+
+/** A scope larger than this walks HNSW in these tests (SCOPE_ROWS itself would need 10,000 rows). */
+const SCOPE = 2000;
 
 const entity = (results: RecallResult[], name: string) => results.find((r) => r.kind === "entity" && r.entity.name === name);
 
@@ -48,7 +55,7 @@ describe("recall in a time window", () => {
     expect(entity(found, "Solaris")?.matchedBy).toEqual(expect.arrayContaining(["vector", "time"]));
   });
 
-  it("still finds an older memory of a window busier than SCOPE_ROWS by meaning (through HNSW)", async () => {
+  it("still finds an older memory of a window too busy to rank by sketch, by meaning (through HNSW)", async () => {
     const person = await newPerson();
     const [embedding] = await localEmbedder.embed(["place: Lighthouse at Cabo da Roca"]);
     await testDatabase().withUser(person.id, async (tx) => {
@@ -60,9 +67,9 @@ describe("recall in a time window", () => {
         happenedAt: new Date(Date.now() - 6 * DAY_MS),
       });
     });
-    // Newer than the lighthouse: the window's newest SCOPE_ROWS rows are all fillers.
-    await fillWindow(person, SCOPE_ROWS + 100, 5, false);
-    const week = { since: new Date(Date.now() - 7 * DAY_MS) };
+    // Newer than the lighthouse: the window's newest SCOPE rows are all fillers.
+    await fillWindow(person, SCOPE + 100, 5, false);
+    const week = { since: new Date(Date.now() - 7 * DAY_MS), scopeRows: SCOPE };
     const found = await recall(person, "lighthouse cabo roca", week);
     expect(entity(found, "Lighthouse at Cabo da Roca")?.matchedBy).toContain("vector");
     // The window's list is the newest rows; the lighthouse is not among them, only found by its words and meaning.

@@ -443,6 +443,11 @@ export async function startStandIns(): Promise<StandIns> {
     return json(res, 200, { ok: true, result: true });
   }
 
+  // Idle connections stay open longer than a client keeps them (undici: 4 s), as real APIs' do: with
+  // Node's default 5 s, a fetch could pick a kept-alive socket the stand-in was closing that instant
+  // ("other side closed", tests/node/ops.test.ts, once under load).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

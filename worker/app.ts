@@ -19,6 +19,7 @@ import { chat } from "./routes/chat";
 import { google } from "./routes/google";
 import { health } from "./routes/health";
 import { mail } from "./routes/mail";
+import { MINI_APP_PATHS, miniApp } from "./routes/mini-app";
 import { ops } from "./routes/ops";
 import { telegram } from "./routes/telegram";
 import { workflows } from "./routes/workflows";
@@ -29,25 +30,15 @@ export function createApp() {
   const app = new Hono<AppEnv>();
 
   app.use(requestId({ headerName: "X-Request-Id", limitLength: 64 }));
-  app.use(
-    secureHeaders({
-      contentSecurityPolicy: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'", "https://telegram.org"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", "data:", "https://t.me", "https://*.telegram.org"],
-        connectSrc: ["'self'"],
-        frameSrc: ["https://oauth.telegram.org"],
-        frameAncestors: ["'none'"],
-        baseUri: ["'self'"],
-        formAction: ["'self'"],
-        objectSrc: ["'none'"],
-      },
-      strictTransportSecurity: "max-age=63072000; includeSubDomains; preload",
-      referrerPolicy: "strict-origin-when-cross-origin",
-      xFrameOptions: "DENY",
-    }),
-  );
+  // The Mini App's pages are framed by Telegram's web client (and, in development, by a test's page on
+  // loopback); every other response may be framed by no one.
+  const pageHeaders = secureHeadersFor(["'none'"]);
+  const miniAppHeaders = secureHeadersFor(MINI_APP_FRAME_ANCESTORS);
+  const miniAppDevHeaders = secureHeadersFor([...MINI_APP_FRAME_ANCESTORS, "http://localhost:*", "http://127.0.0.1:*"]);
+  app.use((c, next) => {
+    if (!MINI_APP_PATHS.includes(c.req.path.replace(/\/$/, "") as (typeof MINI_APP_PATHS)[number])) return pageHeaders(c, next);
+    return (c.env.ENVIRONMENT === "development" ? miniAppDevHeaders : miniAppHeaders)(c, next);
+  });
   app.use(async (c, next) => {
     const started = Date.now();
     const config = loadConfig(c.env);
@@ -88,6 +79,7 @@ export function createApp() {
   app.route("/login", login);
   app.route("/", webApp);
   app.route("/", auth);
+  app.route("/", miniApp);
   app.route("/auth/google", google);
 
   const knownRoutes = app.routes
@@ -104,6 +96,32 @@ export function createApp() {
   });
   app.onError((error, c) => errorResponse(c, error));
   return app;
+}
+
+/** Telegram's web clients (web.telegram.org/k and /a), which open a Mini App in an iframe. */
+const MINI_APP_FRAME_ANCESTORS = ["https://web.telegram.org"];
+
+/** Soma's security headers, with the pages that may frame the response (`'none'`: no one). */
+function secureHeadersFor(frameAncestors: string[]) {
+  const framed = !frameAncestors.includes("'none'");
+  return secureHeaders({
+    contentSecurityPolicy: {
+      defaultSrc: ["'self'"],
+      scriptSrc: ["'self'", "https://telegram.org"],
+      styleSrc: ["'self'"],
+      imgSrc: ["'self'", "data:", "https://t.me", "https://*.telegram.org"],
+      connectSrc: ["'self'"],
+      frameSrc: ["https://oauth.telegram.org"],
+      frameAncestors,
+      baseUri: ["'self'"],
+      formAction: ["'self'"],
+      objectSrc: ["'none'"],
+    },
+    strictTransportSecurity: "max-age=63072000; includeSubDomains; preload",
+    referrerPolicy: "strict-origin-when-cross-origin",
+    // X-Frame-Options has no allow-list: framed pages rely on frame-ancestors alone.
+    xFrameOptions: framed ? false : "DENY",
+  });
 }
 
 /** A Hono route path (`/api/memories/:id`, `/assets/*`) as an anchored regular expression. */

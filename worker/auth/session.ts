@@ -6,6 +6,10 @@
 // session was created before LEGACY_COOKIE_CUTOFF; it is then moved to the prefixed name. A session
 // created since cannot be tossed in under the old name. After the last such session expires (30 days
 // after the cutoff) the move can go.
+// The Telegram Mini App cannot count on cookies: inside Telegram's web client it runs in a cross-site
+// iframe, where third-party cookies are blocked. It holds its session token itself and sends it as
+// `Authorization: Bearer` (worker/routes/mini-app.ts); a header is never sent by a browser on its own,
+// so it needs no CSRF defence of its own.
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createSession, deleteSession, findSessionPerson, type Person } from "../../db/repositories/auth";
@@ -38,6 +42,8 @@ export function requireSession(onMissing: "redirect" | "reject"): MiddlewareHand
 
 /** The person signed in on this request, or null. */
 export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> {
+  const bearer = /^Bearer ([A-Za-z0-9_-]{16,128})$/.exec(c.req.header("authorization") ?? "")?.[1];
+  if (bearer) return findSessionPerson(c.var.db, bearer);
   const token = getCookie(c, SESSION_COOKIE);
   if (token) return findSessionPerson(c.var.db, token);
   const legacy = getCookie(c, LEGACY_SESSION_COOKIE);
@@ -52,13 +58,25 @@ export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> 
 
 /** Starts a session for `userId` and sets its cookie on the response. */
 export async function startSession(c: Context<AppEnv>, userId: string, method: "link" | "telegram" | "google" | "dev"): Promise<void> {
-  c.var.telemetry.capture({ event: "login", userId, properties: { method } });
-  const token = await createSession(c.var.db, userId, SESSION_TTL_SECONDS, c.req.header("user-agent"));
+  const token = await startBearerSession(c, userId, method, SESSION_TTL_SECONDS);
   setCookie(c, SESSION_COOKIE, token, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_SECONDS });
+}
+
+/** Starts a session for `userId` and returns its token, for a client that sends it as `Authorization: Bearer`. */
+export async function startBearerSession(
+  c: Context<AppEnv>,
+  userId: string,
+  method: "link" | "telegram" | "google" | "dev" | "mini-app",
+  ttlSeconds: number,
+): Promise<string> {
+  c.var.telemetry.capture({ event: "login", userId, properties: { method } });
+  return createSession(c.var.db, userId, ttlSeconds, c.req.header("user-agent"));
 }
 
 /** Ends the current session, if any, and clears its cookie. */
 export async function endSession(c: Context<AppEnv>): Promise<void> {
+  const bearer = /^Bearer (\S+)$/.exec(c.req.header("authorization") ?? "")?.[1];
+  if (bearer) await deleteSession(c.var.db, bearer);
   for (const name of [SESSION_COOKIE, LEGACY_SESSION_COOKIE]) {
     const token = getCookie(c, name);
     if (token) await deleteSession(c.var.db, token);

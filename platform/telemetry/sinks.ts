@@ -10,12 +10,15 @@ import type { Config } from "../config";
 import { describeError, logJson } from "../log";
 import { scrubSecrets } from "./scrub";
 
+/** How a person signed in: a /login link, the Login Widget, Google, the developer button, the Mini App. */
+export type LoginMethod = "link" | "telegram" | "google" | "dev" | "mini-app";
+
 type ProductEvent =
   | { event: "user_signed_up"; userId: string; properties: { channel: "telegram" | "google" | "dev" } }
   | { event: "message_received"; userId: string; properties: { channel: Channel } }
   | { event: "memory_captured"; userId: string; properties: { type: string; created: boolean } }
   | { event: "memory_recalled"; userId: string; properties: { results: number; typed: boolean } }
-  | { event: "login"; userId: string; properties: { method: "link" | "telegram" | "google" | "dev" } };
+  | { event: "login"; userId: string; properties: { method: LoginMethod } };
 
 interface LogLine {
   kind: "request" | "turn";

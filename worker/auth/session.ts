@@ -13,6 +13,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import { createSession, deleteSession, findSessionPerson, type Person } from "../../db/repositories/auth";
+import type { LoginMethod } from "../../platform/telemetry/sinks";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../types";
 
@@ -57,7 +58,7 @@ export async function sessionPerson(c: Context<AppEnv>): Promise<Person | null> 
 }
 
 /** Starts a session for `userId` and sets its cookie on the response. */
-export async function startSession(c: Context<AppEnv>, userId: string, method: "link" | "telegram" | "google" | "dev"): Promise<void> {
+export async function startSession(c: Context<AppEnv>, userId: string, method: Exclude<LoginMethod, "mini-app">): Promise<void> {
   const token = await startBearerSession(c, userId, method, SESSION_TTL_SECONDS);
   setCookie(c, SESSION_COOKIE, token, { ...COOKIE_OPTIONS, maxAge: SESSION_TTL_SECONDS });
 }
@@ -66,7 +67,7 @@ export async function startSession(c: Context<AppEnv>, userId: string, method: "
 export async function startBearerSession(
   c: Context<AppEnv>,
   userId: string,
-  method: "link" | "telegram" | "google" | "dev" | "mini-app",
+  method: LoginMethod,
   ttlSeconds: number,
 ): Promise<string> {
   c.var.telemetry.capture({ event: "login", userId, properties: { method } });

@@ -5,7 +5,7 @@
 
 const encoder = new TextEncoder();
 
-async function hmac(key: BufferSource, message: string): Promise<Uint8Array> {
+async function hmac(key: Uint8Array<ArrayBuffer>, message: string): Promise<Uint8Array<ArrayBuffer>> {
   const imported = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return new Uint8Array(await crypto.subtle.sign("HMAC", imported, encoder.encode(message)));
 }

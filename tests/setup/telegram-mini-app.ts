@@ -35,7 +35,7 @@ export async function signedInitData(
     .map(([key, value]) => `${key}=${value}`)
     .sort()
     .join("\n");
-  const secret = await hmac(encoder.encode("WebAppData"), botToken);
+  const secret = await hmac(new Uint8Array(encoder.encode("WebAppData")), botToken);
   const hash = [...(await hmac(secret, dataCheckString))].map((b) => b.toString(16).padStart(2, "0")).join("");
   return new URLSearchParams({ ...fields, hash }).toString();
 }

@@ -33,6 +33,7 @@ export function createInboxTable(sql: ObjectSql): void {
   column("document", () => sql`alter table soma_inbox add column document text`);
   column("format", () => sql`alter table soma_inbox add column format text`);
   column("extras", () => sql`alter table soma_inbox add column extras text`);
+  column("button", () => sql`alter table soma_inbox add column button text`);
   // A reply being sent when the agent stopped may have reached Telegram: never sent twice.
   sql`update soma_inbox set state = coalesce(outcome, 'done') where state = 'delivering'`;
 }

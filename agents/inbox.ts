@@ -30,6 +30,7 @@ import {
 } from "./inbox-policy";
 import { createInboxTable } from "./inbox-schema";
 import type { ObjectSql } from "./object-sql";
+import type { WebAppButton } from "./integrations/telegram-sender";
 import { extrasOf, type MessageExtras, otherKindReply } from "./telegram-message";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
@@ -71,7 +72,7 @@ const GATHER_MAX_MS = 1000;
  * stored by name, not by content: the host renders it when it is sent (a whole export does not belong
  * in an inbox row), and it is delivered exactly like text, once.
  */
-export type Reply = string | { markdown: string } | { document: DocumentReply; caption: string };
+export type Reply = string | { markdown: string } | { document: DocumentReply; caption: string } | { text: string; button: WebAppButton };
 export interface DocumentReply {
   kind: "export";
 }
@@ -98,6 +99,8 @@ export interface InboxItem {
   document: string | null;
   /** "markdown" when `reply` is the model's Markdown (sent formatted); null for text sent as it is. */
   format: string | null;
+  /** The button under the reply (WebAppButton as JSON), or null. */
+  button: string | null;
   /** What the message holds besides text (MessageExtras as JSON: a voice note, a photo, a forward's sender…). */
   extras: string | null;
   received_at: number;
@@ -171,7 +174,7 @@ export interface InboxHost {
   sql: ObjectSql;
   /** The reply to a message the inbox does not answer itself; throws when it cannot be answered now. Must honour `signal`. */
   answer(item: InboxItem, signal: AbortSignal): Promise<Reply>;
-  send(chatId: number, text: string): Promise<void>;
+  send(chatId: number, text: string, button?: WebAppButton): Promise<void>;
   /** Sends the model's Markdown, formatted. */
   sendMarkdown(chatId: number, markdown: string): Promise<void>;
   sendDocument(chatId: number, document: DocumentReply, caption: string): Promise<void>;
@@ -352,14 +355,16 @@ export class Inbox {
     }
     clearTimeout(noticeTimer);
     if (generation !== this.#generation) return;
-    const [text, document, format] =
+    const [text, document, format, button] =
       typeof reply === "string"
-        ? [reply, null, null]
+        ? [reply, null, null, null]
         : "markdown" in reply
-          ? [reply.markdown, null, "markdown"]
-          : [reply.caption, JSON.stringify(reply.document), null];
-    sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, format = ${format}, in_attempt = 0,
-        first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
+          ? [reply.markdown, null, "markdown", null]
+          : "button" in reply
+            ? [reply.text, null, null, JSON.stringify(reply.button)]
+            : [reply.caption, JSON.stringify(reply.document), null, null];
+    sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, format = ${format}, button = ${button},
+        in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
   }
 
   async #deliver(item: InboxItem, generation: number): Promise<void> {
@@ -373,7 +378,7 @@ export class Inbox {
         const caption = welcomed.length <= CAPTION_LIMIT ? welcomed : reply;
         await this.host.sendDocument(item.chat_id, JSON.parse(item.document) as DocumentReply, caption);
       } else if (item.format === "markdown") await this.host.sendMarkdown(item.chat_id, welcomed);
-      else await this.host.send(item.chat_id, welcomed);
+      else await this.host.send(item.chat_id, welcomed, item.button ? (JSON.parse(item.button) as WebAppButton) : undefined);
     } catch (error) {
       if (generation !== this.#generation) return;
       if ((await this.host.classify(error)) === "permanent") {

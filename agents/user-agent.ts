@@ -319,7 +319,7 @@ export class UserAgent extends AIChatAgent<Env> {
     this.#inbox ??= new Inbox({
       sql: this.#objectSql(),
       answer: (item, signal) => this.#answer(item, signal),
-      send: (chatId, text) => this.#sender().sendText(chatId, text),
+      send: (chatId, text, button) => this.#sender().sendText(chatId, text, button),
       sendMarkdown: (chatId, markdown) => this.#sender().sendMarkdown(chatId, markdown),
       sendDocument: (chatId, document, caption) => this.#sendDocument(chatId, document, caption),
       typing: (chatId) => this.#showTyping(chatId),

@@ -1,6 +1,7 @@
 // `npm run telegram:register`: setWebhook with url = APP_BASE_URL + /api/messenger/webhook, the
 // webhook secret as secret_token, allowed_updates ["message"]; setMyCommands with Soma's commands for
-// private chats (the menu "/" opens, agents/commands/index.ts BOT_COMMANDS); then prints getWebhookInfo, and warns
+// private chats (the menu "/" opens, agents/commands/index.ts BOT_COMMANDS); setChatMenuButton so the
+// chat's menu button opens the Mini App at APP_BASE_URL/tg; then prints getWebhookInfo, and warns
 // when getMe says the bot can still be added to groups (Soma only talks in private chats; BotFather's
 // /setjoingroups → Disable turns that off, see docs/runbook.md).
 // `npm run telegram:info`: getWebhookInfo only. The token and the secret are never printed.
@@ -36,8 +37,33 @@ export async function registerWebhook(settings: Settings, log = console.log): Pr
   const set = (await commands.json()) as { ok: boolean; description?: string };
   if (!set.ok) throw new Error(`setMyCommands refused: ${set.description ?? commands.status}`);
   log(`telegram:register  setMyCommands: ${BOT_COMMANDS.map((c) => `/${c.command}`).join(" ")} (private chats)`);
+  await setMenuButton(root, TELEGRAM_BOT_TOKEN, APP_BASE_URL, log);
   await printInfo(settings, log);
   await warnIfJoinsGroups(root, TELEGRAM_BOT_TOKEN, log);
+}
+
+/** What the chat's menu button says: it opens the Mini App, the memory center (worker/routes/mini-app.ts). */
+export const MENU_BUTTON_TEXT = "Memory";
+
+/**
+ * The chat's menu button opens the Mini App (setChatMenuButton with a `web_app`, the default for every
+ * private chat). Telegram takes only https Web App addresses: any other is skipped with a note.
+ */
+async function setMenuButton(root: string, token: string, baseUrl: string, log: (line: string) => void): Promise<void> {
+  const url = `${baseUrl.replace(/\/+$/, "")}/tg`;
+  if (!url.startsWith("https://")) {
+    log(`telegram:register  setChatMenuButton skipped: the Mini App needs an https APP_BASE_URL (${baseUrl})`);
+    return;
+  }
+  const response = await fetch(`${root}/bot${token}/setChatMenuButton`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ menu_button: { type: "web_app", text: MENU_BUTTON_TEXT, web_app: { url } } }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const set = (await response.json()) as { ok: boolean; description?: string };
+  if (!set.ok) throw new Error(`setChatMenuButton refused: ${set.description ?? response.status}`);
+  log(`telegram:register  setChatMenuButton: "${MENU_BUTTON_TEXT}" opens the Mini App at ${url}`);
 }
 
 export const JOIN_GROUPS_WARNING =

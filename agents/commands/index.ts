@@ -61,6 +61,18 @@ export const BOT_COMMANDS: ReadonlyArray<{ command: string; description: string 
 
 const LOGIN_LINK_TTL_SECONDS = 600;
 
+/** The Mini App's pages a reply can open (worker/routes/mini-app.ts serves them under /tg). */
+type MiniAppPage = "" | "memories" | "facts" | "reminders";
+
+/**
+ * `text` with a button under it that opens `page` of the Mini App, when the app has an https address
+ * (Telegram refuses a Web App button with any other: a local run answers without it).
+ */
+export function withMiniApp(text: string, appBaseUrl: string | undefined, page: MiniAppPage, label: string): Reply {
+  if (!appBaseUrl?.startsWith("https://")) return text;
+  return { text, button: { label, url: `${appBaseUrl.replace(/\/+$/, "")}/tg${page ? `/${page}` : ""}` } };
+}
+
 export interface CommandContext {
   db: Database;
   userId: string;
@@ -83,7 +95,7 @@ export async function answerCommand(text: string, context: CommandContext): Prom
 
   switch (command) {
     case "start":
-      return WELCOME;
+      return withMiniApp(WELCOME, context.appBaseUrl, "", "Open my memory");
     case "help":
       return HELP;
     case "reset":
@@ -96,7 +108,8 @@ export async function answerCommand(text: string, context: CommandContext): Prom
         return type
           ? `I don't remember any ${type}s yet.`
           : "I don't remember anything yet. Tell me about a book you read or a place you visited.";
-      return [`Your ${type ? `${type}s` : "recent memories"}:`, ...items.map((e) => `• ${e.name} (${e.type})`)].join("\n");
+      const list = [`Your ${type ? `${type}s` : "recent memories"}:`, ...items.map((e) => `• ${e.name} (${e.type})`)].join("\n");
+      return withMiniApp(list, context.appBaseUrl, "memories", "See, correct or forget");
     }
     case "forget":
       return forgetCommand(db, userId, argument);
@@ -108,11 +121,11 @@ export async function answerCommand(text: string, context: CommandContext): Prom
     case "timezone":
       return timezoneCommand(db, userId, argument);
     case "reminders":
-      return remindersCommand(db, userId);
+      return withMiniApp(await remindersCommand(db, userId), context.appBaseUrl, "reminders", "Open reminders");
     case "cancel":
       return cancelCommand(db, userId, argument);
     case "facts":
-      return factsCommand(db, userId, argument);
+      return withMiniApp(await factsCommand(db, userId, argument), context.appBaseUrl, "facts", "See or correct facts");
     case "export":
       return exportCommand();
     default:

@@ -23,8 +23,15 @@ import { UpstreamHttpError } from "../../platform/faults";
 import { logJson } from "../../platform/log";
 import { type FormattedMessage, formatForTelegram, TELEGRAM_MESSAGE_LIMIT } from "./telegram-format";
 
-/** One message to send: its plain text, and its HTML when it is formatted. */
-type Piece = Partial<FormattedMessage> & { plain: string };
+/** One message to send: its plain text, and its HTML when it is formatted; the last one may carry a button. */
+type Piece = Partial<FormattedMessage> & { plain: string; button?: WebAppButton };
+
+/** A button under a message that opens a page of the Mini App (Bot API InlineKeyboardButton with `web_app`). */
+export interface WebAppButton {
+  label: string;
+  /** An https URL of one of the Mini App's pages (Telegram refuses any other). */
+  url: string;
+}
 
 /** What a draft can be: still growing, or Telegram does not take drafts in this chat (show "typing…" instead). */
 export type DraftOutcome = "shown" | "unsupported";
@@ -99,10 +106,11 @@ export class TelegramSender {
    * Sends `text`, split at paragraph or line boundaries when longer than Telegram allows. Within the
    * send deadline or not at all: DeadlineError("telegram") when it expires (pieces already sent stay sent).
    */
-  async sendText(chatId: number, text: string): Promise<void> {
+  async sendText(chatId: number, text: string, button?: WebAppButton): Promise<void> {
+    const pieces = splitMessage(text);
     await this.#send(
       chatId,
-      splitMessage(text).map((plain) => ({ plain })),
+      pieces.map((plain, index) => (button && index === pieces.length - 1 ? { plain, button } : { plain })),
     );
   }
 
@@ -181,7 +189,10 @@ export class TelegramSender {
 
   /** One message: formatted, or plain when it has no formatting or Telegram cannot parse its formatting. */
   async #sendPiece(chatId: number, piece: Piece, signal: AbortSignal): Promise<void> {
-    const options = { link_preview_options: { is_disabled: true } };
+    const options = {
+      link_preview_options: { is_disabled: true },
+      ...(piece.button ? { reply_markup: { inline_keyboard: [[{ text: piece.button.label, web_app: { url: piece.button.url } }]] } } : {}),
+    };
     if (piece.html !== undefined) {
       try {
         await this.#api.sendMessage(chatId, piece.html, { ...options, parse_mode: "HTML" }, grammySignal(signal));

@@ -2,18 +2,18 @@
 // can_join_groups is checked after setWebhook and a true value is a warning naming BotFather's fix.
 import { describe, expect, inject, it } from "vitest";
 import { BOT_COMMANDS, HELP } from "../../agents/commands/index";
-import { JOIN_GROUPS_WARNING, registerWebhook } from "../../ops/telegram";
+import { JOIN_GROUPS_WARNING, MENU_BUTTON_TEXT, registerWebhook } from "../../ops/telegram";
 
 const standIn = inject("standInUrl");
 
-async function register(token: string): Promise<string[]> {
+async function register(token: string, baseUrl = "https://soma.example.com"): Promise<string[]> {
   const lines: string[] = [];
   await registerWebhook(
     {
       TELEGRAM_BOT_TOKEN: token,
       TELEGRAM_WEBHOOK_SECRET: "register-secret",
       TELEGRAM_API_ROOT: standIn,
-      APP_BASE_URL: "https://soma.example.com",
+      APP_BASE_URL: baseUrl,
     },
     (line) => lines.push(line),
   );
@@ -46,5 +46,32 @@ describe("issue 27: the command menu", () => {
     expect(calls.at(-1)?.payload).toEqual({ commands: BOT_COMMANDS, scope: { type: "all_private_chats" } });
     // Every command in the menu is one /help describes (and so one the bot answers).
     for (const { command } of BOT_COMMANDS) if (command !== "help") expect(HELP, command).toContain(`/${command}`);
+  });
+});
+
+describe("issue 29: the chat's menu button opens the Mini App", () => {
+  const menuCalls = async () =>
+    (await (await fetch(`${standIn}/__calls?method=setChatMenuButton`)).json()) as Array<{ payload: { menu_button: unknown } }>;
+
+  it("sets a web_app menu button at APP_BASE_URL/tg for every private chat", async () => {
+    const before = (await menuCalls()).length;
+    const lines = await register(`${Math.floor(Math.random() * 1e9)}:menu-button`, "https://soma.example.com/");
+    const calls = await menuCalls();
+    expect(calls.length).toBe(before + 1);
+    expect(calls.at(-1)?.payload).toEqual({
+      menu_button: { type: "web_app", text: MENU_BUTTON_TEXT, web_app: { url: "https://soma.example.com/tg" } },
+    });
+    expect(lines).toContain(
+      `telegram:register  setChatMenuButton: "${MENU_BUTTON_TEXT}" opens the Mini App at https://soma.example.com/tg`,
+    );
+  });
+
+  it("skips it, saying why, when the app has no https address (Telegram would refuse it)", async () => {
+    const before = (await menuCalls()).length;
+    const lines = await register(`${Math.floor(Math.random() * 1e9)}:local`, "http://127.0.0.1:8787");
+    expect((await menuCalls()).length).toBe(before);
+    expect(lines).toContain(
+      "telegram:register  setChatMenuButton skipped: the Mini App needs an https APP_BASE_URL (http://127.0.0.1:8787)",
+    );
   });
 });

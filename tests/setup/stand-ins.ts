@@ -345,6 +345,20 @@ export async function startStandIns(): Promise<StandIns> {
         ...(failure.retryAfter !== undefined ? { parameters: { retry_after: failure.retryAfter } } : {}),
       });
     }
+    const webApps = (
+      (payload.reply_markup as { inline_keyboard?: Array<Array<{ web_app?: { url?: string } }>> } | undefined)?.inline_keyboard ?? []
+    )
+      .flat()
+      .filter((button) => button.web_app);
+    const plainWebApp = webApps.find((button) => !button.web_app?.url?.startsWith("https://"));
+    if (plainWebApp) {
+      calls.push({ method: `${method}:refused`, payload, at: Date.now(), hr: performance.now() });
+      return json(res, 400, {
+        ok: false,
+        error_code: 400,
+        description: `Bad Request: inline keyboard button Web App URL '${plainWebApp.web_app?.url}' is invalid: Only HTTPS links are allowed`,
+      });
+    }
     let view: BotCall["view"];
     if (TEXT_METHODS.has(method)) {
       try {
@@ -407,6 +421,13 @@ export async function startStandIns(): Promise<StandIns> {
           (c) => /^[a-z0-9_]{1,32}$/.test(c.command ?? "") && (c.description?.length ?? 0) >= 1 && (c.description?.length ?? 0) <= 256,
         );
       if (!valid) return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: BOT_COMMAND_INVALID" });
+      return json(res, 200, { ok: true, result: true });
+    }
+    if (method === "setChatMenuButton") {
+      // Telegram's rule: a Web App's address is https.
+      const button = payload.menu_button as { type?: string; text?: string; web_app?: { url?: string } } | undefined;
+      if (button?.type === "web_app" && (!button.text || !button.web_app?.url?.startsWith("https://")))
+        return json(res, 400, { ok: false, error_code: 400, description: "Bad Request: BUTTON_URL_INVALID" });
       return json(res, 200, { ok: true, result: true });
     }
     if (method === "setWebhook") {

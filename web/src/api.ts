@@ -1,14 +1,34 @@
 // The web app's calls to the Worker, through hono/client typed by the server's routes (AppType,
 // worker/web-api.ts): paths, parameters and answers come from the server, imported as types only
 // (the bundle takes no server code). Same origin, the session cookie rides along; a 401 means the
-// session ended, so the page goes back to sign-in.
+// session ended, so the page goes back to sign-in. Inside Telegram (the Mini App) no cookie reaches a
+// cross-site iframe: the session is a bearer token the Mini App holds (sendBearer), and a 401 there
+// tells the Mini App, which cannot send anyone to /login.
 import { hc, type ClientRequestOptions, type InferResponseType } from "hono/client";
 import type { ErrorBody } from "../../worker/errors";
 import type { FactCorrection } from "../../worker/routes/facts";
 import type { MemoryChange, MemoryListQuery } from "../../worker/routes/memories";
 import type { AppType } from "../../worker/web-api";
 
-const client = hc<AppType>("/", { init: { credentials: "same-origin" } });
+let bearer: string | null = null;
+/** What happens when the session ends: a page sent to sign-in, or the Mini App told (sendBearer). */
+let signedOut = () => window.location.assign("/login");
+
+/** Sends `token` as `Authorization: Bearer` with every call; `onSignedOut` runs when it stops working. */
+export function sendBearer(token: string, onSignedOut: () => void): void {
+  bearer = token;
+  signedOut = onSignedOut;
+}
+
+/** Ends the session in the way it began: back to sign-in, or the Mini App says it ended. */
+export function leave(): void {
+  signedOut();
+}
+
+const client = hc<AppType>("/", {
+  init: { credentials: "same-origin" },
+  headers: (): Record<string, string> => (bearer ? { authorization: `Bearer ${bearer}` } : {}),
+});
 const memoryRoute = client.api.memories[":id"];
 
 export type Me = InferResponseType<typeof client.api.me.$get>;
@@ -80,7 +100,7 @@ async function read<R extends { ok: boolean; status: number; json(): Promise<unk
 ): Promise<Awaited<ReturnType<R["json"]>>> {
   const response = await pending;
   if (response.status === 401) {
-    window.location.assign("/login");
+    signedOut();
     throw new Error("signed out");
   }
   if (!response.ok) {

@@ -2,6 +2,7 @@
 // row of a form, a confirmation that asks before something that cannot be undone, and a form's saving
 // state.
 import { useState, type ReactNode } from "react";
+import { warnByTouch } from "./telegram";
 
 /** A failure, announced to screen readers; nothing while there is none. */
 export function ErrorNote({ message }: { message: string | null }) {
@@ -26,7 +27,7 @@ export function FormActions({ saving, saveLabel, onCancel }: { saving: boolean; 
   );
 }
 
-/** Asks before an action that cannot be undone: `children` says what will happen. */
+/** Asks before an action that cannot be undone: `children` says what will happen (inside Telegram, the phone buzzes on confirm). */
 export function Confirm(props: {
   label: string;
   busy: boolean;
@@ -40,7 +41,15 @@ export function Confirm(props: {
     <fieldset className="confirm" aria-label={props.label}>
       <p>{props.children}</p>
       <div className="actions">
-        <button type="button" className="danger" onClick={props.onConfirm} disabled={props.busy}>
+        <button
+          type="button"
+          className="danger"
+          onClick={() => {
+            warnByTouch();
+            props.onConfirm();
+          }}
+          disabled={props.busy}
+        >
           {props.busy ? props.busyLabel : props.confirmLabel}
         </button>
         <button type="button" className="secondary" onClick={props.onKeep} disabled={props.busy}>

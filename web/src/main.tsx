@@ -4,12 +4,14 @@ import { Component, lazy, StrictMode, Suspense, useEffect, useState, type ReactN
 import { createRoot } from "react-dom/client";
 import { api, type Me } from "./api";
 import { registerServiceWorker, useOnline } from "./pwa";
-import { Link, useLocation } from "./router";
+import { href, IN_MINI_APP, Link, useLocation } from "./router";
 import { adoptBrowserTimeZone } from "./timezone";
 
 const loadChat = () => import("./chat");
-// The chat is the page most visits open: fetch its chunk now, alongside /api/me, not after it.
-if (!window.location.pathname.startsWith("/app/")) void loadChat();
+// The chat is the page most visits open: fetch its chunk now, alongside /api/me, not after it. The Mini
+// App has no chat page (the chat is Telegram's own): it loads its own chunk instead.
+if (!IN_MINI_APP && !window.location.pathname.startsWith("/app/")) void loadChat();
+const miniApp = IN_MINI_APP ? import("./mini-app") : null;
 const ChatPage = lazy(() => loadChat().then((m) => ({ default: m.ChatPage })));
 const MemoriesPage = lazy(() => import("./memories").then((m) => ({ default: m.MemoriesPage })));
 const MemoryPage = lazy(() => import("./memory-detail").then((m) => ({ default: m.MemoryPage })));
@@ -23,7 +25,42 @@ const PAGES = [
   { path: "/app/facts", label: "Facts" },
   { path: "/app/reminders", label: "Reminders" },
   { path: "/app/settings", label: "Settings" },
-] as const;
+].filter((page) => !IN_MINI_APP || page.path !== "/app");
+
+/** Inside Telegram: signing in with the launch data (null until done), or why it did not. */
+type MiniAppState = { step: "starting" } | { step: "ready" } | { step: "refused"; title: string; message: string };
+
+/** The Mini App's own sign-in before anything else: until it is done no call is made. */
+function useMiniApp(): MiniAppState {
+  const [state, setState] = useState<MiniAppState>({ step: IN_MINI_APP ? "starting" : "ready" });
+  useEffect(() => {
+    if (!miniApp) return;
+    const ended = () =>
+      setState({ step: "refused", title: "Your session ended", message: "Close Soma and open it again from the chat in Telegram." });
+    miniApp
+      .then((module) => module.startMiniApp(ended))
+      .then(
+        (started) => setState(started.ok ? { step: "ready" } : { step: "refused", title: started.title, message: started.message }),
+        (error: Error) => setState({ step: "refused", title: "Soma could not start", message: error.message }),
+      );
+  }, []);
+  return state;
+}
+
+/** Why the Mini App shows nothing of anyone's: a refused launch, a session that ended. */
+function MiniAppRefusal({ title, message }: { title: string; message: string }) {
+  return (
+    <main className="card centered-card" aria-labelledby="refusal-title">
+      <h1 id="refusal-title">{title}</h1>
+      <p className="lead" role="alert">
+        {message}
+      </p>
+      <button type="button" onClick={() => void miniApp?.then((module) => module.closeMiniApp())}>
+        Close
+      </button>
+    </main>
+  );
+}
 
 /** A page that failed to load (its chunk, after a deploy) or to render shows why, not a blank screen. */
 class PageBoundary extends Component<{ children: ReactNode; resetKey: string }, { error: Error | null; key: string }> {
@@ -62,15 +99,17 @@ function App() {
   const [me, setMe] = useState<Me | null>(null);
   const [failed, setFailed] = useState(false);
   const online = useOnline();
+  const telegram = useMiniApp();
   useEffect(() => {
-    if (!online || me) return;
+    if (!online || me || telegram.step !== "ready") return;
     // A failed adoption still shows the app (with the zone the server has).
     setFailed(false);
     api.me().then(
       (me) => adoptBrowserTimeZone(me).then(setMe, () => setMe(me)),
       () => setFailed(true),
     );
-  }, [online, me]);
+  }, [online, me, telegram.step]);
+  if (telegram.step === "refused") return <MiniAppRefusal title={telegram.title} message={telegram.message} />;
   // Opened offline (the installed app's shell, web/public/sw.js): nothing is loaded, so nothing stale
   // is shown as if it were live; it loads by itself once the browser is back online.
   if (!online && !me)
@@ -85,7 +124,7 @@ function App() {
   if (failed)
     return (
       <p className="error centered" role="alert">
-        Soma could not be reached. <a href={path}>Try again</a>
+        Soma could not be reached. <a href={href(path)}>Try again</a>
       </p>
     );
   if (!me) return <p className="muted centered">Loading…</p>;
@@ -123,7 +162,8 @@ function App() {
   );
 }
 
-registerServiceWorker();
+// Inside Telegram the app is not installed nor offline: Telegram opens it afresh each time.
+if (!IN_MINI_APP) registerServiceWorker();
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>

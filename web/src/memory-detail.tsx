@@ -1,10 +1,11 @@
 // One memory: its details, where and when Soma learned it (the message, the channel, the date), how it
 // relates to other memories, the events it is part of. Edit its name, type and details; forget it
 // (with undo) or bring a forgotten one back.
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, type MemoryDetail } from "./api";
 import { channelName, formatFull } from "./format";
 import { ErrorNote, FormActions, useSaving } from "./forms";
+import { useClosingConfirmation, useMainButton } from "./telegram";
 import { Link, memoryPath } from "./router";
 import { UndoBar, useUndo } from "./undo";
 
@@ -37,6 +38,10 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
   const [type, setType] = useState(memory.type);
   const [details, setDetails] = useState(detailsText(memory.properties));
   const state = useSaving();
+  const form = useRef<HTMLFormElement>(null);
+  const unsaved = name !== memory.name || type !== memory.type || details !== detailsText(memory.properties);
+  useClosingConfirmation(unsaved);
+  useMainButton({ text: "Save", onPress: () => form.current?.requestSubmit(), active: unsaved, busy: state.saving });
   const save = (event: FormEvent) => {
     event.preventDefault();
     const properties = parseDetails(details, memory.properties);
@@ -47,7 +52,7 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
     });
   };
   return (
-    <form className="edit-form" onSubmit={save} aria-label={`Edit ${memory.name}`}>
+    <form className="edit-form" ref={form} onSubmit={save} aria-label={`Edit ${memory.name}`}>
       <label>
         Name
         {/* biome-ignore lint/a11y/noAutofocus: the form opens when the person clicks Edit; its first field takes the focus. */}

@@ -3,6 +3,7 @@
 // only then applies it.
 import { useRef, useState, type ChangeEvent } from "react";
 import { api, EXPORT_PATH, type ImportCounts } from "./api";
+import { IN_MINI_APP } from "./router";
 
 const KINDS: Array<[keyof ImportCounts, string, string]> = [
   ["entities", "memory", "memories"],
@@ -63,9 +64,16 @@ export function DataSettings() {
       <p className="muted">
         Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.
       </p>
-      <a className="button secondary inline" href={EXPORT_PATH} download>
-        Download my data (JSON)
-      </a>
+      {IN_MINI_APP ? (
+        // A download inside Telegram goes nowhere useful: the bot sends the same file into the chat.
+        <p>
+          Send <code>/export</code> to the bot: the file arrives in your chat with Soma.
+        </p>
+      ) : (
+        <a className="button secondary inline" href={EXPORT_PATH} download>
+          Download my data (JSON)
+        </a>
+      )}
       <h2>Import</h2>
       <p className="muted">
         Load a Soma export file. You see what it would add before anything changes; what you already have is not added twice.

@@ -1,7 +1,9 @@
 // Timezone, linked Telegram and Google, notifications, connected MCP apps, export and import, sign out, delete everything.
 import { useState, type FormEvent } from "react";
-import { api, type Me } from "./api";
+import { api, leave, type Me } from "./api";
 import { ErrorNote } from "./forms";
+import { IN_MINI_APP } from "./router";
+import { warnByTouch } from "./telegram";
 import { ConnectedApps } from "./settings-apps";
 import { NotificationSettings } from "./settings-notifications";
 import { RoutineSettings } from "./settings-routines";
@@ -98,6 +100,8 @@ function LinkedAccounts({ me }: { me: Me }) {
       <h2>Google · Gmail</h2>
       {me.google.connected ? (
         <p>Connected: Soma reads {me.google.email ?? "your mailbox"} (read-only).</p>
+      ) : me.google.available && IN_MINI_APP ? (
+        <p className="muted">Not connected. Connect Gmail from Soma's web app in a browser (Google does not sign in inside Telegram).</p>
       ) : me.google.available ? (
         <>
           <p className="muted">
@@ -121,10 +125,11 @@ function DeleteEverything() {
   const remove = async (event: FormEvent) => {
     event.preventDefault();
     if (!confirmed) return;
+    warnByTouch();
     setState({ deleting: true, error: null });
     try {
       await api.deleteAccount();
-      window.location.assign("/login");
+      leave();
     } catch (error) {
       setState({ deleting: false, error: (error as Error).message });
     }
@@ -159,12 +164,17 @@ export function SettingsPage({ me }: { me: Me }) {
       <NotificationSettings me={me} />
       <ConnectedApps timeZone={me.timezone} />
       <DataSettings />
-      <h2>Session</h2>
-      <form method="post" action="/logout">
-        <button type="submit" className="secondary">
-          Sign out
-        </button>
-      </form>
+      {/* Inside Telegram the session is the Mini App's own: it ends when Telegram closes it. */}
+      {!IN_MINI_APP && (
+        <>
+          <h2>Session</h2>
+          <form method="post" action="/logout">
+            <button type="submit" className="secondary">
+              Sign out
+            </button>
+          </form>
+        </>
+      )}
       <DeleteEverything />
     </section>
   );

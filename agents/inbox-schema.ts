@@ -1,6 +1,26 @@
 // The inbox's table in the agent's SQLite (agents/inbox.ts keeps its rows): created on first use, and
 // brought up to date on every start, so an agent made by an earlier release keeps its pending messages.
+import type { WebAppButton } from "./integrations/telegram-sender";
 import type { ObjectSql } from "./object-sql";
+
+/**
+ * What an item is answered with: text as it is (a command's answer, a notice), the model's Markdown
+ * (sent formatted), a document (a command's file, e.g. /export) with its caption, or text with a button
+ * that opens the Mini App. A document is stored by name, not by content: the host renders it when it is
+ * sent (a whole export does not belong in an inbox row), and it is delivered exactly like text, once.
+ */
+export type Reply = string | { markdown: string } | { document: DocumentReply; caption: string } | { text: string; button: WebAppButton };
+export interface DocumentReply {
+  kind: "export";
+}
+
+/** The columns of soma_inbox a reply is kept in until it is delivered. */
+export function replyColumns(reply: Reply): { text: string; document: string | null; format: string | null; button: string | null } {
+  if (typeof reply === "string") return { text: reply, document: null, format: null, button: null };
+  if ("markdown" in reply) return { text: reply.markdown, document: null, format: "markdown", button: null };
+  if ("button" in reply) return { text: reply.text, document: null, format: null, button: JSON.stringify(reply.button) };
+  return { text: reply.caption, document: JSON.stringify(reply.document), format: null, button: null };
+}
 
 export function createInboxTable(sql: ObjectSql): void {
   sql`create table if not exists soma_inbox (

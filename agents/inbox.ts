@@ -28,9 +28,11 @@ import {
   TelegramInput,
   TEXT_ONLY,
 } from "./inbox-policy";
-import { createInboxTable } from "./inbox-schema";
+import { createInboxTable, type DocumentReply, type Reply, replyColumns } from "./inbox-schema";
 import type { ObjectSql } from "./object-sql";
 import type { WebAppButton } from "./integrations/telegram-sender";
+
+export type { DocumentReply, Reply } from "./inbox-schema";
 import { extrasOf, type MessageExtras, otherKindReply } from "./telegram-message";
 
 const TELEGRAM_ID_PREFIX = "telegram:";
@@ -65,17 +67,6 @@ const MAX_INTERRUPTED = 5;
  */
 const GATHER_QUIET_MS = 100;
 const GATHER_MAX_MS = 1000;
-
-/**
- * What an item is answered with: text as it is (a command's answer, a notice), the model's Markdown
- * (sent formatted), or a document (a command's file, e.g. /export) with its caption. A document is
- * stored by name, not by content: the host renders it when it is sent (a whole export does not belong
- * in an inbox row), and it is delivered exactly like text, once.
- */
-export type Reply = string | { markdown: string } | { document: DocumentReply; caption: string } | { text: string; button: WebAppButton };
-export interface DocumentReply {
-  kind: "export";
-}
 
 /** Telegram's limit for a document's caption. */
 const CAPTION_LIMIT = 1024;
@@ -355,14 +346,7 @@ export class Inbox {
     }
     clearTimeout(noticeTimer);
     if (generation !== this.#generation) return;
-    const [text, document, format, button] =
-      typeof reply === "string"
-        ? [reply, null, null, null]
-        : "markdown" in reply
-          ? [reply.markdown, null, "markdown", null]
-          : "button" in reply
-            ? [reply.text, null, null, JSON.stringify(reply.button)]
-            : [reply.caption, JSON.stringify(reply.document), null, null];
+    const { text, document, format, button } = replyColumns(reply);
     sql`update soma_inbox set state = 'replied', reply = ${text}, document = ${document}, format = ${format}, button = ${button},
         in_attempt = 0, first_failed_at = null, next_attempt_at = 0 where id = ${item.id}`;
   }

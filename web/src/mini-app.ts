@@ -58,7 +58,6 @@ const THEME: Array<[string, ...string[]]> = [
   ["--muted", "hint_color", "subtitle_text_color"],
   ["--accent", "button_color", "link_color"],
   ["--on-accent", "button_text_color"],
-  ["--link", "link_color", "accent_text_color"],
   ["--danger", "destructive_text_color"],
   ["--border", "section_separator_color"],
 ];

@@ -64,12 +64,7 @@ export async function startSession(c: Context<AppEnv>, userId: string, method: E
 }
 
 /** Starts a session for `userId` and returns its token, for a client that sends it as `Authorization: Bearer`. */
-export async function startBearerSession(
-  c: Context<AppEnv>,
-  userId: string,
-  method: LoginMethod,
-  ttlSeconds: number,
-): Promise<string> {
+export async function startBearerSession(c: Context<AppEnv>, userId: string, method: LoginMethod, ttlSeconds: number): Promise<string> {
   c.var.telemetry.capture({ event: "login", userId, properties: { method } });
   return createSession(c.var.db, userId, ttlSeconds, c.req.header("user-agent"));
 }

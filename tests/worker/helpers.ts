@@ -228,3 +228,16 @@ export function countedBody(text: string, piece = 64 * 1024) {
   );
   return { stream, length: bytes.length, pieces: Math.ceil(bytes.length / piece), pulls: () => pulls };
 }
+
+export interface Received {
+  sink: "posthog" | "axiom" | "sentry";
+  path: string;
+  authorization: string | null;
+  query: string;
+  body: string;
+}
+
+/** What a telemetry sink's stand-in has received so far. */
+export async function received(sink: Received["sink"]): Promise<Received[]> {
+  return (await (await fetch(`${env.STAND_IN_URL}/__telemetry?sink=${sink}`)).json()) as Received[];
+}

@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { AccountDeletedError, ensureTelegramPerson } from "../../db/repositories/auth";
 import { verifyMiniAppLaunch } from "../../worker/auth/telegram-mini-app";
 import { signedInitData, type LaunchUser } from "../setup/telegram-mini-app";
-import { call, callWithEnv, sessionCookie, testDatabase } from "./helpers";
+import { call, callWithEnv, eventually, received, sessionCookie, testDatabase } from "./helpers";
 import { sql } from "drizzle-orm";
 
 const BOT = env.TELEGRAM_BOT_TOKEN;
@@ -142,6 +142,24 @@ describe("POST /auth/telegram/mini-app", () => {
     await expect(ensureTelegramPerson(testDatabase(), { telegramUserId: user.id, chatId: user.id, displayName: "Gone" })).rejects.toThrow(
       AccountDeletedError,
     );
+  });
+
+  it("never logs the launch data: no sink receives its signature, and the login counts as the Mini App's", async () => {
+    const user = telegramUser("Logged");
+    const initData = await signedInitData(BOT, { user });
+    const token = await bearerOf(initData);
+    await call("/api/me", { headers: { authorization: `Bearer ${token}` } });
+    const hash = new URLSearchParams(initData).get("hash")!;
+    const logins = await eventually(
+      async () =>
+        (await received("posthog"))
+          .flatMap((r) => (JSON.parse(r.body) as { batch: Array<{ event: string; properties: { method?: string } }> }).batch)
+          .filter((e) => e.event === "login" && e.properties.method === "mini-app"),
+      (events) => events.length > 0,
+    );
+    expect(logins.length).toBeGreaterThan(0);
+    const everything = JSON.stringify([...(await received("posthog")), ...(await received("axiom")), ...(await received("sentry"))]);
+    for (const secret of [hash, token, "query_id", "tgWebAppData"]) expect(everything).not.toContain(secret);
   });
 
   it("a bearer that is not a session is refused like no session; the cookie still works beside it", async () => {

@@ -18,20 +18,10 @@ import {
   sessionCookie,
   signInPage,
   testDatabase,
+  received,
   waitForReplies,
 } from "./helpers";
 
-interface Received {
-  sink: "posthog" | "axiom" | "sentry";
-  path: string;
-  authorization: string | null;
-  query: string;
-  body: string;
-}
-
-async function received(sink: Received["sink"]): Promise<Received[]> {
-  return (await (await fetch(`${env.STAND_IN_URL}/__telemetry?sink=${sink}`)).json()) as Received[];
-}
 
 interface PostHogEvent {
   event: string;

@@ -8,6 +8,7 @@ import { useEffect, useState } from "react";
 import { api, type Me, type PushDevice, type PushState } from "./api";
 import { formatWhen } from "./format";
 import { ErrorNote } from "./forms";
+import { IN_MINI_APP } from "./router";
 
 type Loaded = { step: "loading" } | { step: "ready"; push: PushState; mine: string | null } | { step: "error"; message: string };
 
@@ -78,7 +79,7 @@ export function NotificationSettings({ me }: { me: Me }) {
   };
   // biome-ignore lint/correctness/useExhaustiveDependencies: loaded once on mount; later loads follow the person's actions.
   useEffect(() => {
-    void load();
+    if (!IN_MINI_APP) void load();
   }, []);
 
   const turnOn = async (publicKey: string) => {
@@ -139,6 +140,17 @@ export function NotificationSettings({ me }: { me: Me }) {
     }
   };
 
+  // Inside Telegram, Telegram itself is the channel: a browser's notifications are turned on in the web app.
+  if (IN_MINI_APP)
+    return (
+      <>
+        <h2>Notifications</h2>
+        <p className="muted">
+          Here, Soma reaches you in this chat. To get notifications in a browser too, turn them on in Soma's web app there.
+        </p>
+        <WhereThingsGo me={me} />
+      </>
+    );
   return (
     <>
       <h2>Notifications</h2>

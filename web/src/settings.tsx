@@ -70,7 +70,9 @@ function LinkedAccounts({ me }: { me: Me }) {
   return (
     <>
       <h2>Telegram</h2>
-      {me.telegram.linked ? (
+      {me.telegram.linked && IN_MINI_APP ? (
+        <p>Linked: this is Soma's memory center inside your Telegram chat with it.</p>
+      ) : me.telegram.linked ? (
         <p>
           Linked. Talk to Soma at{" "}
           {bot ? (

@@ -125,6 +125,20 @@ describe("the Mini App", () => {
     // A reload inside Telegram keeps the session (no fresh launch data needed).
     await page.reload();
     await expect.poll(() => memoryNames(page), { timeout: 15_000 }).toContain("Dune Messiah");
+
+    // The other pages, in Telegram's light theme.
+    for (const [link, ready] of [
+      ["Facts", "does not know anything about you yet"],
+      ["Reminders", "Nothing coming up"],
+      ["Settings", "Timezone"],
+    ] as const) {
+      await page.getByRole("navigation", { name: "Pages" }).getByRole("link", { name: link }).click();
+      await page.getByText(ready).first().waitFor({ timeout: 15_000 });
+      expect(new URL(page.url()).pathname).toBe(`/tg/${link.toLowerCase()}`);
+      expect(await fitsWidth(page)).toBe(true);
+      await screenshots(page, `mini-app-${link.toLowerCase()}-light`);
+      await page.setViewportSize(PHONE);
+    }
     expect(problems).toEqual([]);
     await context.close();
   });

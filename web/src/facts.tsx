@@ -1,11 +1,12 @@
 // What Soma believes about the person, by category, each with how sure it is and the message it came
 // from. A correction supersedes the fact (the old one stays as its history, shown collapsed under the
 // fact that replaced it); deleting removes the fact and its history, so it asks first.
-import { useState, type FormEvent } from "react";
+import { useRef, useState, type FormEvent } from "react";
 import { LoadState, useLoaded } from "./loaded";
 import { api, FACT_CATEGORIES, type Fact, type FactCategory } from "./api";
 import { channelName, formatDay, formatFull, formatWhen } from "./format";
 import { Confirm, ErrorNote, FormActions, useSaving } from "./forms";
+import { useTelegramForm } from "./telegram";
 
 /** Each superseded fact under the current fact its chain of corrections ends at; the rest (chain broken) apart. */
 function historyByFact(current: Fact[], superseded: Fact[]): { byFact: Map<string, Fact[]>; orphans: Fact[] } {
@@ -48,6 +49,12 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
   const [statement, setStatement] = useState(fact.statement);
   const [category, setCategory] = useState(fact.category);
   const state = useSaving();
+  const form = useRef<HTMLFormElement>(null);
+  useTelegramForm(form, {
+    label: "Save correction",
+    unsaved: statement !== fact.statement || category !== fact.category,
+    saving: state.saving,
+  });
   const save = (event: FormEvent) => {
     event.preventDefault();
     void state.save(async () => {
@@ -57,7 +64,7 @@ function CorrectForm({ fact, onDone, onCancel }: { fact: Fact; onDone: () => voi
     });
   };
   return (
-    <form className="edit-form" onSubmit={save} aria-label={`Correct “${fact.statement}”`}>
+    <form className="edit-form" ref={form} onSubmit={save} aria-label={`Correct “${fact.statement}”`}>
       <label>
         What is true
         {/* biome-ignore lint/a11y/noAutofocus: the form opens when the person clicks Correct; the field they came to edit takes the focus. */}

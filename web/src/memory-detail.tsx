@@ -5,7 +5,7 @@ import { useEffect, useRef, useState, type FormEvent } from "react";
 import { api, type MemoryDetail } from "./api";
 import { channelName, formatFull } from "./format";
 import { ErrorNote, FormActions, useSaving } from "./forms";
-import { useClosingConfirmation, useMainButton } from "./telegram";
+import { useTelegramForm } from "./telegram";
 import { Link, memoryPath } from "./router";
 import { UndoBar, useUndo } from "./undo";
 
@@ -40,8 +40,7 @@ function EditForm({ detail, onSaved, onCancel }: { detail: MemoryDetail; onSaved
   const state = useSaving();
   const form = useRef<HTMLFormElement>(null);
   const unsaved = name !== memory.name || type !== memory.type || details !== detailsText(memory.properties);
-  useClosingConfirmation(unsaved);
-  useMainButton({ text: "Save", onPress: () => form.current?.requestSubmit(), active: unsaved, busy: state.saving });
+  useTelegramForm(form, { label: "Save", unsaved, saving: state.saving });
   const save = (event: FormEvent) => {
     event.preventDefault();
     const properties = parseDetails(details, memory.properties);

@@ -2,7 +2,7 @@
 // action, haptic feedback on a destructive confirm, a closing confirmation while an edit is unsaved.
 // Outside Telegram every call here does nothing. The bridge to Telegram (@tma.js/bridge) is attached by
 // web/src/mini-app.ts, a chunk only the Mini App loads: the web app's own bundle does not grow.
-import { useEffect, useRef } from "react";
+import { type RefObject, useEffect, useRef } from "react";
 
 /** The part of Telegram's bridge the pages need: Mini App methods out, events in. */
 export interface TelegramBridge {
@@ -61,4 +61,13 @@ export function useMainButton(button: { text: string; onPress: () => void; activ
       text_color: style.getPropertyValue("--on-accent").trim(),
     });
   }, [text, active, busy]);
+}
+
+/** An edit form inside Telegram: the MainButton submits it, and closing asks first while it is `unsaved`. */
+export function useTelegramForm(
+  form: RefObject<HTMLFormElement | null>,
+  state: { label: string; unsaved: boolean; saving: boolean },
+): void {
+  useClosingConfirmation(state.unsaved);
+  useMainButton({ text: state.label, onPress: () => form.current?.requestSubmit(), active: state.unsaved, busy: state.saving });
 }

@@ -1,5 +1,5 @@
 // Guards the web app's code splitting: the chat page (/app) loads without the Memories, memory, Facts,
-// Reminders and Settings pages' code, no chunk grows past Vite's 500 kB warning, and the first load is measured.
+// Reminders and Settings pages' code nor the Telegram Mini App's, no chunk grows past Vite's 500 kB warning, and the first load is measured.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,8 @@ const OTHER_PAGES = {
   facts: "Soma does not know anything about you yet.",
   reminders: "Nothing coming up.",
   settings: "Delete all my data",
+  // The Mini App's sign-in and Telegram's bridge: only /tg pages load them.
+  "mini-app": "web_app_request_safe_area",
 };
 
 const outDir = mkdtempSync(`${tmpdir()}/soma-web-dist-`);

@@ -22,7 +22,6 @@ import {
   waitForReplies,
 } from "./helpers";
 
-
 interface PostHogEvent {
   event: string;
   distinct_id: string;

@@ -64,8 +64,8 @@ async function telegramPage(): Promise<{ context: BrowserContext; page: Page; pr
   const page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (error) => problems.push(error.message));
-  // A refused launch is a real 401/400 answer, which Chromium logs.
-  page.on("console", (m) => m.type() === "error" && !/status of 40[01]/.test(m.text()) && problems.push(m.text()));
+  // A refused launch is a real 400/401/403 answer, which Chromium logs.
+  page.on("console", (m) => m.type() === "error" && !/status of 40[013]/.test(m.text()) && problems.push(m.text()));
   return { context, page, problems };
 }
 
@@ -194,6 +194,24 @@ describe("the Mini App", () => {
       expect(problems).toEqual([]);
       await context.close();
     }
+  });
+
+  it("buzzes on a destructive confirm, and says the session ended once the account is gone", async () => {
+    const leaving: LaunchUser = { id: user.id + 1, first_name: "Leaving" };
+    const { context, page, problems } = await telegramPage();
+    await open(page, await signedInitData(BOT_TOKEN, { user: leaving }), "dark", "/tg/settings");
+    await page.getByRole("heading", { name: "Delete everything" }).waitFor({ timeout: 15_000 });
+    await page.getByLabel("Type “delete everything” to confirm").fill("delete everything");
+    expect(await lastPosted(page, "web_app_trigger_haptic_feedback")).toBeUndefined();
+    await page.getByRole("button", { name: "Delete all my data" }).click();
+    await page.getByRole("heading", { name: "Your session ended" }).waitFor({ timeout: 15_000 });
+    expect(await lastPosted(page, "web_app_trigger_haptic_feedback")).toEqual({ type: "notification", notification_type: "warning" });
+    // A reload signs in afresh with the same launch data: the deleted account is not made again.
+    await page.reload();
+    await page.getByRole("heading", { name: "Soma could not sign you in" }).waitFor({ timeout: 15_000 });
+    expect(await page.getByRole("alert").innerText()).toContain("This Soma account was deleted");
+    expect(problems).toEqual([]);
+    await context.close();
   });
 
   it("works inside a cross-site iframe (Telegram's web client), with no cookie at all", async () => {

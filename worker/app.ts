@@ -4,11 +4,11 @@
 // POST /api/chat must answer 307 without a session whatever the body, even an oversized one.
 import { Hono } from "hono";
 import { requestId } from "hono/request-id";
-import { secureHeaders } from "hono/secure-headers";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig } from "../platform/config";
 import { createTelemetry } from "../platform/telemetry/sinks";
 import { ApiError, errorResponse } from "./errors";
+import { MINI_APP_FRAME_ANCESTORS, secureHeadersFor } from "./security-headers";
 import { app as webApp } from "./pages/app";
 import { login } from "./pages/login";
 import { mcp } from "./mcp/server";
@@ -96,32 +96,6 @@ export function createApp() {
   });
   app.onError((error, c) => errorResponse(c, error));
   return app;
-}
-
-/** Telegram's web clients (web.telegram.org/k and /a), which open a Mini App in an iframe. */
-const MINI_APP_FRAME_ANCESTORS = ["https://web.telegram.org"];
-
-/** Soma's security headers, with the pages that may frame the response (`'none'`: no one). */
-function secureHeadersFor(frameAncestors: string[]) {
-  const framed = !frameAncestors.includes("'none'");
-  return secureHeaders({
-    contentSecurityPolicy: {
-      defaultSrc: ["'self'"],
-      scriptSrc: ["'self'", "https://telegram.org"],
-      styleSrc: ["'self'"],
-      imgSrc: ["'self'", "data:", "https://t.me", "https://*.telegram.org"],
-      connectSrc: ["'self'"],
-      frameSrc: ["https://oauth.telegram.org"],
-      frameAncestors,
-      baseUri: ["'self'"],
-      formAction: ["'self'"],
-      objectSrc: ["'none'"],
-    },
-    strictTransportSecurity: "max-age=63072000; includeSubDomains; preload",
-    referrerPolicy: "strict-origin-when-cross-origin",
-    // X-Frame-Options has no allow-list: framed pages rely on frame-ancestors alone.
-    xFrameOptions: framed ? false : "DENY",
-  });
 }
 
 /** A Hono route path (`/api/memories/:id`, `/assets/*`) as an anchored regular expression. */

@@ -10,13 +10,13 @@
 import { register } from "node:module";
 import { Hono, type MiddlewareHandler } from "hono";
 import { requestId } from "hono/request-id";
-import { secureHeaders } from "hono/secure-headers";
 import { convertV4MiniflareOptions, type Json, Miniflare, type V4WorkerOptions } from "miniflare";
 import { drizzle } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { loadConfig } from "../../platform/config";
 import * as schema from "../../db/schema";
 import { createTelemetry } from "../../platform/telemetry/sinks";
+import { secureHeadersFor } from "../../worker/security-headers";
 import type { WorkerBundle } from "./profile";
 
 const DATABASE_URL = "postgres://x:y@127.0.0.1:9/x";
@@ -112,25 +112,6 @@ function perRequestMiddleware(workerdDatabase: ((cs: string) => unknown) | null)
   };
 }
 
-/** The secureHeaders options of worker/app.ts. */
-const SECURE_HEADERS = {
-  contentSecurityPolicy: {
-    defaultSrc: ["'self'"],
-    scriptSrc: ["'self'", "https://telegram.org"],
-    styleSrc: ["'self'"],
-    imgSrc: ["'self'", "data:", "https://t.me", "https://*.telegram.org"],
-    connectSrc: ["'self'"],
-    frameSrc: ["https://oauth.telegram.org"],
-    frameAncestors: ["'none'"],
-    baseUri: ["'self'"],
-    formAction: ["'self'"],
-    objectSrc: ["'none'"],
-  },
-  strictTransportSecurity: "max-age=63072000; includeSubDomains; preload",
-  referrerPolicy: "strict-origin-when-cross-origin",
-  xFrameOptions: "DENY",
-};
-
 export interface LadderRow {
   app: string;
   path: string;
@@ -192,7 +173,7 @@ export async function nodeLadder(requests: number, warmup: number): Promise<{ ro
     return app;
   };
   const rid = requestId({ headerName: "X-Request-Id", limitLength: 64 }) as MiddlewareHandler<BenchVars>;
-  const sec = secureHeaders(SECURE_HEADERS) as MiddlewareHandler<BenchVars>;
+  const sec = secureHeadersFor(["'none'"]) as MiddlewareHandler<BenchVars>;
   const apps = [
     { name: "bare Hono (one route)", app: ladder([]), path: "/login" },
     { name: "+ requestId", app: ladder([rid]), path: "/login" },

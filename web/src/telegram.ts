@@ -24,7 +24,7 @@ export function warnByTouch(): void {
 }
 
 /** While `unsaved`, closing the Mini App asks first (Telegram's closing confirmation). */
-export function useClosingConfirmation(unsaved: boolean): void {
+function useClosingConfirmation(unsaved: boolean): void {
   useEffect(() => {
     if (!bridge || !unsaved) return;
     const connected = bridge;
@@ -37,7 +37,7 @@ export function useClosingConfirmation(unsaved: boolean): void {
  * Shows Telegram's MainButton with `text` while the page is on screen: pressing it runs `onPress`.
  * `active` false greys it out, `busy` shows its progress. Without Telegram nothing is shown.
  */
-export function useMainButton(button: { text: string; onPress: () => void; active: boolean; busy?: boolean }): void {
+function useMainButton(button: { text: string; onPress: () => void; active: boolean; busy?: boolean }): void {
   const press = useRef(button.onPress);
   press.current = button.onPress;
   const { text, active, busy = false } = button;

@@ -15,7 +15,7 @@ import type { UserAgent } from "../../agents/user-agent";
 import { DeadlineError } from "../../platform/deadline";
 import { MAX_IMPORT_BYTES } from "../../worker/routes/export";
 import { botCalls, call, chatAs, failBotApi, newChatId, newPerson, sessionCookie, testDatabase } from "./helpers";
-import { importAs, rowCounts, seedMemory } from "./memory-files";
+import { importAs, memories, rowCounts, seedMemory } from "./memory-files";
 
 /** A person with a session, some of every kind of row (labelled, to tell people apart) and a conversation. */
 async function personWithMemory(label: string) {
@@ -39,46 +39,6 @@ async function sentEvents(name: string, userId: string): Promise<Array<{ id: str
     data: { userId: string };
   }>;
   return events.filter((e) => e.data.userId === userId);
-}
-
-/** The memories of a file with its ids and account-specific fields replaced by what they point at. */
-function memories(file: SomaExportV1) {
-  const source = new Map(file.sources.map((s) => [s.id, `${s.kind}/${s.externalId}`]));
-  const entity = new Map(file.entities.map((e) => [e.id, `${e.type}/${e.name}`]));
-  const fact = new Map(file.facts.map((f) => [f.id, f.statement]));
-  const of = (map: Map<string, string>, id: string | null) => (id === null ? null : (map.get(id) ?? "dangling"));
-  const sorted = <T>(rows: T[]) => rows.map((r) => JSON.stringify(r)).sort();
-  return {
-    sources: sorted(file.sources.map(({ id: _, ...s }) => s)),
-    entities: sorted(file.entities.map(({ id: _, sourceId, ...e }) => ({ ...e, source: of(source, sourceId) }))),
-    facts: sorted(
-      file.facts.map(({ id: _, sourceId, supersededBy, ...f }) => ({
-        ...f,
-        source: of(source, sourceId),
-        supersededBy: of(fact, supersededBy),
-      })),
-    ),
-    edges: sorted(
-      file.edges.map(({ id: _, sourceId, fromId, toId, ...e }) => ({
-        ...e,
-        from: of(entity, fromId),
-        to: of(entity, toId),
-        source: of(source, sourceId),
-      })),
-    ),
-    events: sorted(
-      file.events.map(({ id: _, sourceId, entityIds, ...e }) => ({
-        ...e,
-        entities: entityIds.map((id) => of(entity, id)),
-        source: of(source, sourceId),
-      })),
-    ),
-    conversation: file.conversation.map((m) => ({
-      role: m.role,
-      text: m.parts.map((p) => (p.type === "text" ? String(p.text) : "")).join(""),
-      createdAt: m.createdAt,
-    })),
-  };
 }
 
 describe("GET /api/export", () => {

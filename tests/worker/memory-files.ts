@@ -83,3 +83,43 @@ export function exportFileOf(rows: Partial<SomaExportV1> = {}, exportedAt = "202
     ...rows,
   };
 }
+
+/** The memories of a file with its ids and account-specific fields replaced by what they point at. */
+export function memories(file: SomaExportV1) {
+  const source = new Map(file.sources.map((s) => [s.id, `${s.kind}/${s.externalId}`]));
+  const entity = new Map(file.entities.map((e) => [e.id, `${e.type}/${e.name}`]));
+  const fact = new Map(file.facts.map((f) => [f.id, f.statement]));
+  const of = (map: Map<string, string>, id: string | null) => (id === null ? null : (map.get(id) ?? "dangling"));
+  const sorted = <T>(rows: T[]) => rows.map((r) => JSON.stringify(r)).sort();
+  return {
+    sources: sorted(file.sources.map(({ id: _, ...s }) => s)),
+    entities: sorted(file.entities.map(({ id: _, sourceId, ...e }) => ({ ...e, source: of(source, sourceId) }))),
+    facts: sorted(
+      file.facts.map(({ id: _, sourceId, supersededBy, ...f }) => ({
+        ...f,
+        source: of(source, sourceId),
+        supersededBy: of(fact, supersededBy),
+      })),
+    ),
+    edges: sorted(
+      file.edges.map(({ id: _, sourceId, fromId, toId, ...e }) => ({
+        ...e,
+        from: of(entity, fromId),
+        to: of(entity, toId),
+        source: of(source, sourceId),
+      })),
+    ),
+    events: sorted(
+      file.events.map(({ id: _, sourceId, entityIds, ...e }) => ({
+        ...e,
+        entities: entityIds.map((id) => of(entity, id)),
+        source: of(source, sourceId),
+      })),
+    ),
+    conversation: file.conversation.map((m) => ({
+      role: m.role,
+      text: m.parts.map((p) => (p.type === "text" ? String(p.text) : "")).join(""),
+      createdAt: m.createdAt,
+    })),
+  };
+}

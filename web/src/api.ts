@@ -112,6 +112,11 @@ async function read<R extends { ok: boolean; status: number; json(): Promise<unk
 
 /** Where the export file downloads from (a plain link: the answer is an attachment). */
 export const EXPORT_PATH = client.api.export.$path();
+/** Where the Markdown vault (.zip) downloads from. */
+export const VAULT_PATH = client.api.export.vault.$path();
+
+/** A file to import: a JSON export's text, or a vault's .zip as it is. */
+export type ImportBody = { json: string } | { zip: ArrayBuffer };
 
 export const api = {
   me: () => read(client.api.me.$get()),
@@ -143,8 +148,14 @@ export const api = {
   deleteSchedule: (id: string) => read(scheduleRoute.$delete(param(id))),
   editSchedule: (id: string, edit: { text?: string; time?: string }) =>
     read(scheduleRoute.$patch(param(id), body(JSON.stringify(edit)))).then((r) => r.schedule),
-  /** Sends an export file's text; `dryRun` answers what it would add and writes nothing. */
-  importFile: (text: string, dryRun: boolean) => read(client.api.import.$post({ query: dryRun ? { dryRun: "1" } : {} }, body(text))),
+  /** Sends an export file or a vault; `dryRun` answers what it would add and writes nothing. */
+  importFile: (file: ImportBody, dryRun: boolean) =>
+    read(
+      client.api.import.$post(
+        { query: dryRun ? { dryRun: "1" } : {} },
+        "zip" in file ? { headers: { "content-type": "application/zip" }, init: { body: file.zip } } : body(file.json),
+      ),
+    ),
   deleteAccount: () => read(client.api.account.$delete()),
   apps: () => read(client.api.apps.$get()).then((r) => r.apps),
   disconnectApp: (id: string) => read(client.api.apps[":id"].$delete(param(id))),

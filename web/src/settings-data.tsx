@@ -1,8 +1,9 @@
 // Everything Soma keeps, out and in: export downloads the file (GET /api/export answers it as an
-// attachment); import reads a file, shows what it would add (the server's dry run writes nothing) and
-// only then applies it.
+// attachment), or the Markdown vault (GET /api/export/vault, a .zip that opens in Obsidian); import
+// reads a file — a JSON export or a vault's .zip — shows what it would add (the server's dry run writes
+// nothing) and only then applies it.
 import { useRef, useState, type ChangeEvent } from "react";
-import { api, EXPORT_PATH, type ImportCounts } from "./api";
+import { api, EXPORT_PATH, type ImportBody, type ImportCounts, VAULT_PATH } from "./api";
 import { IN_MINI_APP } from "./router";
 
 const KINDS: Array<[keyof ImportCounts, string, string]> = [
@@ -23,8 +24,8 @@ function describeCounts(counts: ImportCounts): string {
 type ImportState =
   | { step: "idle" }
   | { step: "checking"; name: string }
-  | { step: "preview"; name: string; text: string; counts: ImportCounts }
-  | { step: "importing"; name: string; text: string; counts: ImportCounts }
+  | { step: "preview"; name: string; file: ImportBody; counts: ImportCounts }
+  | { step: "importing"; name: string; file: ImportBody; counts: ImportCounts }
   | { step: "done"; name: string; counts: ImportCounts }
   | { step: "error"; message: string };
 
@@ -40,9 +41,11 @@ export function DataSettings() {
     if (!file) return reset();
     setState({ step: "checking", name: file.name });
     try {
-      const text = await file.text();
-      const { imported } = await api.importFile(text, true);
-      setState({ step: "preview", name: file.name, text, counts: imported });
+      // A vault's .zip goes as it is; anything else is read as the JSON export it should be.
+      const zip = file.name.toLowerCase().endsWith(".zip") || file.type === "application/zip";
+      const body: ImportBody = zip ? { zip: await file.arrayBuffer() } : { json: await file.text() };
+      const { imported } = await api.importFile(body, true);
+      setState({ step: "preview", name: file.name, file: body, counts: imported });
     } catch (error) {
       setState({ step: "error", message: `${file.name} cannot be imported: ${(error as Error).message}` });
     }
@@ -51,7 +54,7 @@ export function DataSettings() {
     if (state.step !== "preview") return;
     setState({ ...state, step: "importing" });
     try {
-      const { imported } = await api.importFile(state.text, false);
+      const { imported } = await api.importFile(state.file, false);
       setState({ step: "done", name: state.name, counts: imported });
     } catch (error) {
       setState({ step: "error", message: `The import failed: ${(error as Error).message}` });
@@ -62,7 +65,8 @@ export function DataSettings() {
     <>
       <h2>Export</h2>
       <p className="muted">
-        Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file.
+        Everything Soma keeps about you — memories, facts with their history, reminders and the conversation — as one JSON file, or your
+        memories, facts and reminders as Markdown notes that open as an Obsidian vault.
       </p>
       {IN_MINI_APP ? (
         // A download inside Telegram goes nowhere useful: the bot sends the same file into the chat.
@@ -70,20 +74,26 @@ export function DataSettings() {
           Send <code>/export</code> to the bot: the file arrives in your chat with Soma.
         </p>
       ) : (
-        <a className="button secondary inline" href={EXPORT_PATH} download>
-          Download my data (JSON)
-        </a>
+        <div className="actions">
+          <a className="button secondary inline" href={EXPORT_PATH} download>
+            Download my data (JSON)
+          </a>
+          <a className="button secondary inline" href={VAULT_PATH} download>
+            Download as Markdown (Obsidian vault)
+          </a>
+        </div>
       )}
       <h2>Import</h2>
       <p className="muted">
-        Load a Soma export file. You see what it would add before anything changes; what you already have is not added twice.
+        Load a Soma export file (.json) or a Soma vault (.zip). You see what it would add before anything changes; what you already have is
+        not added twice.
       </p>
       <label className="file-field">
         Export file to import
         <input
           ref={input}
           type="file"
-          accept="application/json,.json"
+          accept="application/json,.json,application/zip,.zip"
           onChange={(e) => void choose(e)}
           disabled={state.step === "checking" || state.step === "importing"}
         />

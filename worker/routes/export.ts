@@ -7,6 +7,9 @@
 //                     then has memory-consolidate embed what it added
 //   POST /api/import?dryRun=1  the same checks and statements, rolled back: answers the counts an
 //                     import would add ({dryRun: true, imported}) and writes nothing (the web app's preview)
+//   GET  /api/export/vault  the same rows as a Markdown vault (.zip of notes that open in Obsidian, db/vault.ts)
+//   POST /api/import with Content-Type application/zip: such a vault, read back into an export document
+//                     (its notes' front matter), then checked and loaded exactly like a JSON file
 // Each is counted against the person's per-minute budget first (worker/rate-budget.ts: 429 with
 // Retry-After; a preview and an import share one). An import is refused whole with a 4xx JSON error
 // before anything is written: over 4 MB (413, counted while the body is read), more values or deeper
@@ -22,6 +25,7 @@ import { localEvent } from "../../agents/local-runs";
 import { memoryImported, reminderCreated } from "../../agents/workflows/events";
 import { ExportedConversation, ExportEnvelope, EXPORT_VERSION, MAX_CONVERSATION_MESSAGES, SomaImport } from "../../db/export-format";
 import { importMemory, previewImport } from "../../db/repositories/export";
+import { readVault, renderVault, unzipVault, VaultError, zipVault } from "../../db/vault";
 import { IMPORT_CAPS, ImportCapError } from "../../db/repositories/import-caps";
 import type { JsonShapeLimits } from "../../platform/json-shape";
 import { importableMessages } from "../../agents/conversation-transfer";
@@ -74,9 +78,21 @@ export const exportImport = new Hono<AppEnv>()
       },
     });
   })
+  .get("/export/vault", requireSession("reject"), rateLimited("export"), async (c) => {
+    const { document } = await exportFile(c.var.db, c.var.person.id, []);
+    return new Response(zipVault(renderVault(document)), {
+      headers: {
+        "content-type": "application/zip",
+        "content-disposition": `attachment; filename="soma-vault-${document.exportedAt.slice(0, 10)}.zip"`,
+        "cache-control": "no-store",
+      },
+    });
+  })
   // The budget is spent before the body is read: reading and parsing it are most of an import's cost.
   .post("/import", requireSession("reject"), requireSameOrigin, rateLimited("import"), limitBody(MAX_IMPORT_BYTES), async (c) => {
-    const body = await readJson(c, z.unknown(), IMPORT_JSON_SHAPE);
+    const body = /^application\/zip\b/i.test(c.req.header("content-type") ?? "")
+      ? await readVaultBody(new Uint8Array(await c.req.arrayBuffer()))
+      : await readJson(c, z.unknown(), IMPORT_JSON_SHAPE);
     const envelope = ExportEnvelope.safeParse(body);
     if (!envelope.success) throw new ApiError("bad_request", `Not a Soma export file: ${firstProblem(envelope.error)}`);
     if (envelope.data.version !== EXPORT_VERSION) {
@@ -119,6 +135,16 @@ export const exportImport = new Hono<AppEnv>()
     if (!sent && devWithoutCloud(c.var.config)) for (const reminder of reminders) await agent.runHere(localEvent(reminder));
     return c.json({ imported: { ...outcome.added, messages: chat.added } });
   });
+
+/** A vault's .zip as the export document its notes hold; 400 saying why when it is not one. */
+async function readVaultBody(bytes: Uint8Array): Promise<unknown> {
+  try {
+    return readVault(unzipVault(bytes));
+  } catch (error) {
+    if (error instanceof VaultError) throw new ApiError("bad_request", error.message);
+    throw error;
+  }
+}
 
 /** `work`, with a cap it crossed as the client's error: the rows of one file are too large a request,
  * what the account would then hold conflicts with what it holds. */

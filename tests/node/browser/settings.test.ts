@@ -3,6 +3,7 @@
 // file; import previews its counts (writing nothing) before it is applied; sign out; delete everything
 // only after typing the phrase — found by visible text and accessible names, photographed at 375 and 1280 px.
 import { readFileSync } from "node:fs";
+import { unzipSync } from "fflate";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -190,6 +191,24 @@ describe("the Settings page", () => {
       .poll(() => page.getByRole("group", { name: "Import preview" }).innerText(), { timeout: 10_000 })
       .toContain("mine.json holds nothing you do not already have.");
     expect(await page.getByRole("group", { name: "Import preview" }).getByRole("button", { name: "Import" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Close" }).click();
+  });
+
+  it("downloads the Markdown vault, and takes the same .zip back (nothing new to add)", async () => {
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: "Download as Markdown (Obsidian vault)" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toMatch(/^soma-vault-\d{4}-\d\d-\d\d\.zip$/);
+    const zip = readFileSync((await download.path())!);
+    const notes = Object.keys(unzipSync(new Uint8Array(zip)));
+    expect(notes).toEqual(
+      expect.arrayContaining(["Soma/README.md", "Soma/Facts.md", "Soma/Memories/Dune.md", "Soma/Memories/Frank Herbert.md"]),
+    );
+    await page.getByLabel("Export file to import").setInputFiles({ name: "vault.zip", mimeType: "application/zip", buffer: zip });
+    await expect
+      .poll(() => page.getByRole("group", { name: "Import preview" }).innerText(), { timeout: 10_000 })
+      .toContain("vault.zip holds nothing you do not already have.");
     await page.getByRole("button", { name: "Close" }).click();
   });
 

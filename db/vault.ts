@@ -15,7 +15,6 @@ import { parse, stringify } from "yaml";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "./export-format";
 
 type Doc = Omit<SomaExportV1, "conversation">;
-type Entity = Doc["entities"][number];
 type Fact = Doc["facts"][number];
 type Edge = Doc["edges"][number];
 type Event = Doc["events"][number];
@@ -24,7 +23,7 @@ type Source = Doc["sources"][number];
 const ROOT = "Soma";
 
 /** The limits of a vault an import unpacks: its files' declared sizes (fflate never inflates past them). */
-export const VAULT_LIMITS = { files: 20_000, bytes: 32 * 1024 * 1024 } as const;
+const VAULT_LIMITS = { files: 20_000, bytes: 32 * 1024 * 1024 } as const;
 
 export class VaultError extends Error {
   override name = "VaultError";

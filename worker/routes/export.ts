@@ -91,7 +91,7 @@ export const exportImport = new Hono<AppEnv>()
   // The budget is spent before the body is read: reading and parsing it are most of an import's cost.
   .post("/import", requireSession("reject"), requireSameOrigin, rateLimited("import"), limitBody(MAX_IMPORT_BYTES), async (c) => {
     const body = /^application\/zip\b/i.test(c.req.header("content-type") ?? "")
-      ? await readVaultBody(new Uint8Array(await c.req.arrayBuffer()))
+      ? readVaultBody(new Uint8Array(await c.req.arrayBuffer()))
       : await readJson(c, z.unknown(), IMPORT_JSON_SHAPE);
     const envelope = ExportEnvelope.safeParse(body);
     if (!envelope.success) throw new ApiError("bad_request", `Not a Soma export file: ${firstProblem(envelope.error)}`);
@@ -137,7 +137,7 @@ export const exportImport = new Hono<AppEnv>()
   });
 
 /** A vault's .zip as the export document its notes hold; 400 saying why when it is not one. */
-async function readVaultBody(bytes: Uint8Array): Promise<unknown> {
+function readVaultBody(bytes: Uint8Array): unknown {
   try {
     return readVault(unzipVault(bytes));
   } catch (error) {

@@ -8,7 +8,7 @@
 import { MessageType, parseProtocolMessage } from "agents/chat";
 import type { UIMessage } from "ai";
 import { z } from "zod";
-import { LONE_SURROGATE } from "../db/clean-text";
+import { LONE_SURROGATE } from "../platform/clean-text";
 import { MAX_IMAGE_BYTES, NO_VISION } from "./telegram-message";
 import { userMessage } from "./transcript";
 

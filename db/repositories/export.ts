@@ -18,7 +18,7 @@
 // import's time, while when something happened or falls due — a reminder's time — may be in the future.
 import { asc, ne, sql, TransactionRollbackError } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
-import { LONE_SURROGATE } from "../clean-text";
+import { LONE_SURROGATE } from "../../platform/clean-text";
 import { EXPORT_FORMAT, EXPORT_VERSION, type SomaExportV1 } from "../export-format";
 import { edges, entities, events, facts, sources, users } from "../schema";
 import { normalizeName } from "./memory";

@@ -5,7 +5,7 @@
 // person's whole mail intake.
 import type { Tx } from "../database";
 import { events } from "../schema";
-import { cut, LONE_SURROGATE } from "../clean-text";
+import { cut, LONE_SURROGATE } from "../../platform/clean-text";
 import { captureEntity, claimSource, nameKeyFits } from "./memory";
 
 /** The `sources.kind` of a Gmail message: what marks memory content as written by someone else. */

@@ -3,7 +3,7 @@
 // first, each keeping its start; then lists lose items from their end, the longest list first; an answer
 // that still cannot fit says so instead. A fenced value (<email-data>…</email-data>) is shortened inside
 // its fence, never cut through it, so the fence always closes.
-import { cut } from "../../db/clean-text";
+import { cut } from "../../platform/clean-text";
 
 /** Each step shortens strings to `text` characters and every list and object to `items` entries. */
 const STEPS: Array<{ text: number; items: number }> = [

@@ -15,7 +15,7 @@
 // The check reads the model's own input (the AI SDK hands each tool the messages of its step), so it
 // needs no state and sees exactly what the model saw.
 import type { ModelMessage, UIMessage } from "ai";
-import { cut } from "../../../db/clean-text";
+import { cut } from "../../../platform/clean-text";
 import { MAIL_SOURCE_KIND, MAX_MAIL_TEXT } from "../../../db/repositories/mail";
 import { normalizeName, type RecallResult } from "../../../db/repositories/memory";
 import { forwardedParts } from "../../telegram-message";

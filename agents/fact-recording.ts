@@ -26,6 +26,8 @@ export interface SaidMessage {
   userId: string;
   source: { kind: string; externalId: string };
   text?: string | undefined;
+  /** When it was said, when not now (a conversation imported from another assistant). */
+  toldAt?: Date;
 }
 
 /** The message's facts recorded, as ids and outcomes; none when the person or their message is gone. */
@@ -50,7 +52,8 @@ export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMes
     const outcomes = [];
     for (const [i, { since, ...claim }] of claims.entries()) {
       const happenedAt = since ? sinceInstant(since, said.zone) : null;
-      outcomes.push(await recordFact(tx, userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt }));
+      const told = message.toldAt ? { toldAt: message.toldAt } : {};
+      outcomes.push(await recordFact(tx, userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt, ...told }));
     }
     return outcomes;
   });

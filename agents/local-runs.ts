@@ -17,7 +17,8 @@ import { sendBrief } from "./workflows/functions/brief-generate";
 import { reviewOccurrence } from "./workflows/functions/weekly-review";
 import type { WorkflowDeps } from "./workflows/deps";
 import { workflowDepsFromEnv } from "./workflows/env";
-import { briefRequested, reminderCreated, reviewRequested } from "./workflows/events";
+import { briefRequested, importRequested, reminderCreated, reviewRequested } from "./workflows/events";
+import { runImport } from "./conversation-import";
 import type { HandedOver, Steps } from "./workflows/steps";
 import type { ObjectSql } from "./object-sql";
 
@@ -52,9 +53,9 @@ export function localEvent(event: HandedOver | LocalEvent): LocalEvent {
   return { name: event.name, id: String(event.id), data: event.data as Record<string, unknown> };
 }
 
-/** When the event's delivery is due. */
+/** When the event's delivery is due (an import: now). */
 function dueAt(event: LocalEvent): Date {
-  return new Date(String(event.data.at));
+  return event.data.at === undefined ? new Date() : new Date(String(event.data.at));
 }
 
 /**
@@ -137,6 +138,8 @@ function runDelivery(deps: WorkflowDeps, event: LocalEvent, steps: Steps): Promi
       return sendBrief(deps, briefRequested.schema.parse(event.data), steps);
     case reviewRequested.name:
       return reviewOccurrence(deps, reviewRequested.schema.parse(event.data), steps);
+    case importRequested.name:
+      return runImport(deps, importRequested.schema.parse(event.data), steps);
     default:
       throw new Error(`no local run for ${event.name}`);
   }

@@ -15,6 +15,8 @@ import type { ObjectSql } from "./object-sql";
  * - export: 4. Each one reads the person's whole memory; a person downloads it now and then.
  * - search: 60. The memory page searches after a pause in typing; each search embeds its words.
  * - edit: 30 (a memory's and a fact's changes together). A rename or a corrected statement embeds.
+ * - import-batch: 60 batches of an import of conversations from another assistant (each up to 4 MB of
+ *   conversations, stored as they are; reading them is the import's own budget, IMPORT_MODEL_CALLS).
  * - media: 6 voice notes and photos (on top of `telegram` and `chat`): each one is downloaded and
  *   transcribed or looked at, which costs a model call of its own.
  */
@@ -23,6 +25,7 @@ export const RATE_LIMITS = {
   chat: 20,
   "telegram-notice": 1,
   import: 6,
+  "import-batch": 60,
   export: 4,
   search: 60,
   edit: 30,
@@ -32,7 +35,7 @@ export type RateBudget = keyof typeof RATE_LIMITS;
 
 /** The budgets of the web API's and the MCP server's costly requests, spent through UserAgent.spend
  * (`chat`: an MCP call that asks the model, as a message does). */
-export const ApiBudget = z.enum(["import", "export", "search", "edit", "chat"]);
+export const ApiBudget = z.enum(["import", "import-batch", "export", "search", "edit", "chat"]);
 export type ApiBudget = z.infer<typeof ApiBudget>;
 
 /** Whether an input was counted, or how many seconds until one more would be. */

@@ -19,7 +19,7 @@ import { cut, LONE_SURROGATE } from "./clean-text";
 
 type ImportOrigin = "chatgpt" | "claude" | "pasted";
 
-interface ImportedMessage {
+export interface ImportedMessage {
   role: "user" | "assistant";
   text: string;
   /** When it was said (ISO 8601); the conversation's start when the message has no time. */
@@ -36,7 +36,7 @@ export interface ImportedConversation {
 }
 
 /** What one conversation may hold: far above a real one, and small enough to send and store. */
-const IMPORT_BOUNDS = { title: 300, text: 20_000, messages: 2_000, id: 200 } as const;
+export const IMPORT_BOUNDS = { title: 300, text: 20_000, messages: 2_000, id: 200 } as const;
 
 export class ImportFormatError extends Error {
   override name = "ImportFormatError";

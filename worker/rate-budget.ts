@@ -11,6 +11,7 @@ import type { AppEnv } from "./types";
 
 const COUNTED: Record<ApiBudget, string> = {
   import: "imports a minute (a preview counts as one)",
+  "import-batch": "batches of conversations a minute",
   export: "exports a minute",
   search: "searches a minute",
   edit: "changes to memories and facts a minute",

@@ -6,6 +6,7 @@ import { account } from "./routes/account";
 import { apps } from "./routes/apps";
 import { exportImport } from "./routes/export";
 import { facts } from "./routes/facts";
+import { imports } from "./routes/imports";
 import { memories } from "./routes/memories";
 import { push } from "./routes/push";
 import { reminders } from "./routes/reminders";
@@ -19,6 +20,7 @@ export const webApi = new Hono<AppEnv>()
   .route("/api/apps", apps)
   .route("/api/push", push)
   .route("/api/routines", routines)
+  .route("/api/imports", imports)
   .route("/api", exportImport)
   .route("/api", account);
 

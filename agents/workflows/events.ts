@@ -86,6 +86,14 @@ export const memoryImported = eventType("memory/imported", {
   schema: z.object({ userId }),
 });
 
+/**
+ * The person started an import of conversations from another assistant (POST /api/imports/:id/start):
+ * memory-consolidate reads them into memory (agents/conversation-import.ts). The words stay in Postgres.
+ */
+export const importRequested = eventType("memory/import.requested", {
+  schema: z.object({ userId, importId: z.uuid() }),
+});
+
 export type TurnCompleted = z.infer<typeof turnCompleted.schema>;
 export type ReminderCreated = z.infer<typeof reminderCreated.schema>;
 export type BriefRequested = z.infer<typeof briefRequested.schema>;

@@ -2,13 +2,14 @@
 // the person moved), as an interface: Inngest's own when Inngest runs them (inngestSteps), or the
 // person's agent's in dev mode without a dev server (agents/local-runs.ts), which keeps each step's
 // outcome in its own SQLite so that a restart resumes a run as Inngest would.
-import type { briefRequested, reminderCreated, reviewRequested } from "./events";
+import type { briefRequested, importRequested, reminderCreated, reviewRequested } from "./events";
 
 /** An event a delivery hands over: the next occurrence of what it delivered. */
 export type HandedOver =
   | ReturnType<typeof reminderCreated.create>
   | ReturnType<typeof briefRequested.create>
-  | ReturnType<typeof reviewRequested.create>;
+  | ReturnType<typeof reviewRequested.create>
+  | ReturnType<typeof importRequested.create>;
 
 export interface Steps {
   /** Runs `work` once (its outcome kept: run again, it is not repeated); outcomes are JSON values. */

@@ -22,6 +22,8 @@ export interface FactClaim {
   sourceId: string | null;
   /** Since when it holds, where the person said so. */
   happenedAt?: Date | null;
+  /** When the person said it, when that was not now (an imported conversation); a claim older than the fact it would replace becomes that fact's history instead. */
+  toldAt?: Date;
 }
 
 export type FactOutcome = "created" | "reinforced" | "superseded" | "unchanged";
@@ -32,6 +34,7 @@ interface LiveFact {
   subject: string;
   confidence: number;
   source_id: string | null;
+  told_at: Date | string;
   similarity: number | null;
 }
 
@@ -43,7 +46,7 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
   const candidates = await sqlRows<LiveFact>(
     tx,
     sql`
-    select id, statement, subject, confidence, source_id,
+    select id, statement, subject, confidence, source_id, told_at,
            ${vector ? sql`1 - (embedding <=> ${vector}::vector)` : sql`null::float8`} as similarity
     from facts
     where user_id = ${userId} and superseded_by is null
@@ -74,14 +77,19 @@ export async function recordFact(tx: Tx, userId: string, claim: FactClaim): Prom
   const [row] = await sqlRows<{ id: string }>(
     tx,
     sql`
-    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, happened_at)
+    insert into facts (user_id, statement, category, subject, confidence, embedding, source_id, happened_at, told_at)
     values (${userId}, ${claim.statement.trim()}, ${claim.category}, ${subject}, ${claim.confidence}, ${vector}::vector, ${claim.sourceId},
-            ${claim.happenedAt?.toISOString() ?? null}::timestamptz)
+            ${claim.happenedAt?.toISOString() ?? null}::timestamptz, coalesce(${claim.toldAt?.toISOString() ?? null}::timestamptz, now()))
     returning id`,
   );
   if (!row) throw new Error("recordFact inserted no row");
   const changed = candidates.find(sameSubject);
   if (!changed) return { factId: row.id, outcome: "created" };
+  // Said before what Soma knows now (an older conversation imported later): it is the fact's history.
+  if (claim.toldAt && claim.toldAt < new Date(changed.told_at)) {
+    await tx.execute(sql`update facts set superseded_by = ${changed.id} where id = ${row.id}`);
+    return { factId: row.id, outcome: "created" };
+  }
   await tx.execute(sql`update facts set superseded_by = ${row.id}, updated_at = now() where id = ${changed.id}`);
   return { factId: row.id, outcome: "superseded" };
 }

@@ -21,6 +21,8 @@ export interface CaptureInput {
   sourceId: string | null;
   /** When it happened, where the person said so; a repeat without one keeps the earlier date. */
   happenedAt?: Date | null;
+  /** When the person told it, when that was not now (an imported conversation); a repeat keeps the earlier. */
+  toldAt?: Date;
 }
 
 export { nameKeyFits, normalizeName } from "../search-key";
@@ -105,12 +107,13 @@ export async function captureEntity(tx: Tx, userId: string, input: CaptureInput)
   const rows = await sqlRows<{ id: string; created: boolean }>(
     tx,
     sql`
-    insert into entities (user_id, type, name, normalized_name, properties, embedding, source_id, happened_at)
+    insert into entities (user_id, type, name, normalized_name, properties, embedding, source_id, happened_at, told_at)
     values (${userId}, ${input.type}, ${input.name.trim()}, ${normalizeName(input.name)},
             ${JSON.stringify(input.properties ?? {})}::jsonb, ${vectorLiteral(input.embedding)}::vector, ${input.sourceId},
-            ${input.happenedAt?.toISOString() ?? null}::timestamptz)
+            ${input.happenedAt?.toISOString() ?? null}::timestamptz, coalesce(${input.toldAt?.toISOString() ?? null}::timestamptz, now()))
     on conflict (user_id, type, normalized_name) do update set
       properties = entities.properties || excluded.properties,
+      told_at = least(entities.told_at, excluded.told_at),
       happened_at = coalesce(excluded.happened_at, entities.happened_at),
       embedding = coalesce(excluded.embedding, entities.embedding),
       source_id = coalesce(entities.source_id, excluded.source_id),

@@ -14,6 +14,8 @@ export interface ToolContext {
   embedder: Embedder;
   /** The message this turn answers: provenance for everything it writes. */
   source: SourceRef;
+  /** When that message was said, when not now (a conversation imported from another assistant). */
+  toldAt?: Date;
   /** Told about every write, for the UI's memory activity and for traces. */
   onActivity?: (activity: MemoryActivity) => void;
   /** The person's IANA timezone: a reminder time without an offset is read in it (default UTC). */

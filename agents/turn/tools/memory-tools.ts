@@ -56,7 +56,13 @@ export function memoryTools(context: ToolContext): ToolSet {
         const happened = happenedAt === undefined ? null : startOf(happenedAt, context.timezone ?? "UTC");
         const result = await db.withUser(userId, async (tx) => {
           const sourceId = await recordSource(tx, userId, context.source);
-          return captureEntity(tx, userId, { ...input, embedding, sourceId, happenedAt: happened });
+          return captureEntity(tx, userId, {
+            ...input,
+            embedding,
+            sourceId,
+            happenedAt: happened,
+            ...(context.toldAt ? { toldAt: context.toldAt } : {}),
+          });
         });
         context.onActivity?.({ kind: "captured", entityId: result.entityId, type: input.type, name: input.name, created: result.created });
         return result;

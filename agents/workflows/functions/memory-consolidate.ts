@@ -4,7 +4,9 @@
 // each night up to NIGHTLY_EMBED_LIMIT a person, so what an embedder outage left behind heals within a
 // night or a few (a night the embedder is down merges all the same); on memory/imported (an import
 // stores no embeddings) all of that person's, EMBED_BATCH a step (a failure is retried by Inngest), and
-// then merges that person's entities as a night would.
+// then merges that person's entities as a night would. On memory/import.requested it reads an import of
+// conversations from another assistant into memory instead (agents/conversation-import.ts): it is the
+// same kind of work — memory arriving in bulk — and the same one-run-per-person concurrency.
 //
 // Each person is consolidated on their own (issue 19, finding 2): a failure — their merge timing out on
 // pathological data, a row the store refuses — is logged with their id and counted, and everyone else
@@ -16,7 +18,9 @@ import { everyone } from "../../../db/repositories/digest";
 import { missingEmbeddings, storeEmbeddings } from "../../../db/repositories/embeddings";
 import type { InngestClient } from "../client";
 import { chunks, forOnePerson, type WorkflowDeps } from "../deps";
-import { memoryImported } from "../events";
+import { importRequested, memoryImported } from "../events";
+import { runImport } from "../../conversation-import";
+import { inngestSteps } from "../steps";
 
 /** Entities touched in this window are compared (a night's window plus a day of overlap). */
 const LOOKBACK_MS = 2 * 86_400_000;
@@ -41,7 +45,7 @@ export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
     {
       id: "memory-consolidate",
       name: "Merge near-duplicate memories",
-      triggers: [{ cron: "TZ=UTC 30 3 * * *" }, memoryImported],
+      triggers: [{ cron: "TZ=UTC 30 3 * * *" }, memoryImported, importRequested],
       // One step at a time per person: a second import's backfill waits for the first's steps and finds
       // their rows embedded, instead of embedding them twice. A nightly run has no userId, so every one
       // evaluates to the same key (Inngest allows a key on a cron trigger), and there is one a night.
@@ -51,6 +55,9 @@ export function memoryConsolidate(inngest: InngestClient, deps: WorkflowDeps) {
     async ({ event, step }) => {
       const now = deps.now();
       const window = { since: new Date(now.getTime() - LOOKBACK_MS), until: now };
+
+      // Conversations imported from another assistant, read into memory (agents/conversation-import.ts).
+      if (event.name === importRequested.name) return runImport(deps, importRequested.schema.parse(event.data), inngestSteps(step));
 
       if (event.name === memoryImported.name) {
         const { userId } = event.data; // validated against memoryImported by the SDK (EventValidationError, not retried)

@@ -1,0 +1,157 @@
+// Reading imported conversations (ChatGPT, Claude, pasted saved memories) into memory: the function body
+// memory-consolidate runs on memory/import.requested, and the person's agent runs itself in dev mode
+// without a workflow engine (agents/local-runs.ts). Its state is the import's rows
+// (db/repositories/conversation-imports.ts): a few conversations a step, oldest first, each marked read
+// in the step that read it, so a restart or a retry goes on where it was and reads nothing twice, and a
+// cancel (the person's) stops it before its next step.
+//
+// Only the person's own messages are read, each on its own: the other assistant's words never reach
+// the extraction, so its suggestion ("You might like Piranesi") can never become the person's book.
+// Each message goes through the same extraction as a chat message — the memory_capture tool with the
+// model in use, then fact extraction — dated when it was said (told_at, and "last year" counted from
+// that day), with the message as its source ("From ChatGPT, «Trip ideas», 3 May 2024"). A message that
+// nothing came of leaves nothing behind. The model calls an import may make are capped (the operator's
+// bill): past IMPORT_MODEL_CALLS it stops, saying so.
+import { generateText, stepCountIs } from "ai";
+import {
+  conversationRead,
+  importProgress,
+  pendingConversations,
+  setImportState,
+  type PendingConversation,
+} from "../db/repositories/conversation-imports";
+import { recordSource } from "../db/repositories/memory";
+import { profileOf } from "../db/repositories/people";
+import type { ImportedMessage } from "../platform/conversation-imports";
+import { zoneOrUtc } from "../platform/local-time";
+import { describeError, logJson } from "../platform/log";
+import { extractAndRecord } from "./fact-recording";
+import { memoryTools } from "./turn/tools/memory-tools";
+import type { WorkflowDeps } from "./workflows/deps";
+import type { Steps } from "./workflows/steps";
+
+/** Conversations read in one step. */
+const CONVERSATIONS_PER_STEP = 5;
+/** Model calls one import may make (two a message of the person's: memories, then facts). */
+const IMPORT_MODEL_CALLS = 4_000;
+/** Steps one run takes at most: past it the run ends and the rest is read by the next request. */
+const MAX_STEPS = 1_000;
+
+const ORIGIN_NAMES: Record<string, string> = { chatgpt: "ChatGPT", claude: "Claude", pasted: "their saved memories" };
+
+function instructions(origin: string, title: string, at: string): string {
+  return [
+    `Below is one message the person wrote to ${ORIGIN_NAMES[origin] ?? origin} (conversation «${title}»), on ${at.slice(0, 10)}.`,
+    "Save what it tells about the person's own life with memory_capture: a book they read, a film they saw, a place they",
+    "went, a person they know, a project of theirs. Dates are relative to the day it was written. Questions, requests, and",
+    "anything that is not about the person's own life are not saved. If nothing is worth saving, call no tool.",
+  ].join("\n");
+}
+
+interface Counted {
+  memories: number;
+  facts: number;
+  calls: number;
+}
+
+/** One message of the person's: its memories (the capture tool) and its facts, dated when it was said. */
+async function readMessage(
+  deps: WorkflowDeps,
+  userId: string,
+  zone: string,
+  conversation: PendingConversation["conversation"],
+  index: number,
+  message: ImportedMessage,
+): Promise<Counted> {
+  const source = {
+    kind: conversation.origin,
+    externalId: `${conversation.id}#${index}`,
+    payload: { text: message.text, title: conversation.title, conversation: conversation.id, at: message.at },
+  };
+  const toldAt = new Date(message.at);
+  await deps.db.withUser(userId, (tx) => recordSource(tx, userId, source));
+  let memories = 0;
+  const { memory_capture } = memoryTools({
+    db: deps.db,
+    userId,
+    embedder: deps.embedder,
+    source,
+    toldAt,
+    timezone: zone,
+    onActivity: (activity) => {
+      if (activity.kind === "captured" && activity.created) memories += 1;
+    },
+  });
+  await generateText({
+    model: deps.model,
+    system: instructions(conversation.origin, conversation.title, message.at),
+    messages: [{ role: "user", content: message.text }],
+    tools: { memory_capture: memory_capture! },
+    stopWhen: stepCountIs(2),
+  });
+  const facts = await extractAndRecord(deps, { userId, source, text: message.text, toldAt }, message.at.slice(0, 10));
+  return { memories, facts: facts.filter((f) => f.outcome === "created").length, calls: 2 };
+}
+
+/** Reads one conversation's messages of the person's; a message that fails is logged and skipped. */
+async function readConversation(deps: WorkflowDeps, userId: string, zone: string, pending: PendingConversation): Promise<Counted> {
+  const counted: Counted = { memories: 0, facts: 0, calls: 0 };
+  for (const [index, message] of pending.conversation.messages.entries()) {
+    if (message.role !== "user") continue;
+    try {
+      const read = await readMessage(deps, userId, zone, pending.conversation, index, message);
+      counted.memories += read.memories;
+      counted.facts += read.facts;
+      counted.calls += read.calls;
+    } catch (error) {
+      counted.calls += 2;
+      logJson("warn", {
+        agent: userId,
+        import: "a message could not be read",
+        conversation: pending.sourceId,
+        error: describeError(error),
+      });
+    }
+  }
+  return counted;
+}
+
+/** One step: the next few conversations, unless the import is over, cancelled or out of budget. */
+async function readNextConversations(
+  deps: WorkflowDeps,
+  userId: string,
+  importId: string,
+): Promise<{ finished: boolean; read: number }> {
+  const start = await deps.db.withUser(userId, async (tx) => {
+    const progress = await importProgress(tx, importId);
+    const person = await profileOf(tx);
+    if (!progress || !person || progress.state !== "running") return null;
+    if (progress.calls >= IMPORT_MODEL_CALLS) {
+      await setImportState(tx, importId, "stopped");
+      return null;
+    }
+    return { zone: zoneOrUtc(person.timezone), pending: await pendingConversations(tx, importId, CONVERSATIONS_PER_STEP) };
+  });
+  if (!start) return { finished: true, read: 0 };
+  if (start.pending.length === 0) {
+    await deps.db.withUser(userId, (tx) => setImportState(tx, importId, "done"));
+    return { finished: true, read: 0 };
+  }
+  for (const pending of start.pending) {
+    const counted = await readConversation(deps, userId, start.zone, pending);
+    // Cancelled meanwhile: the conversation's row is gone, and nothing more is counted.
+    await deps.db.withUser(userId, (tx) => conversationRead(tx, importId, pending, counted));
+  }
+  return { finished: false, read: start.pending.length };
+}
+
+/** The whole import, a step at a time. */
+export async function runImport(deps: WorkflowDeps, data: { userId: string; importId: string }, steps: Steps) {
+  let read = 0;
+  for (let i = 0; i < MAX_STEPS; i++) {
+    const step = await steps.run(`read-${i}`, () => readNextConversations(deps, data.userId, data.importId));
+    read += step.read;
+    if (step.finished) break;
+  }
+  return { read };
+}

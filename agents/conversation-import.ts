@@ -117,11 +117,7 @@ async function readConversation(deps: WorkflowDeps, userId: string, zone: string
 }
 
 /** One step: the next few conversations, unless the import is over, cancelled or out of budget. */
-async function readNextConversations(
-  deps: WorkflowDeps,
-  userId: string,
-  importId: string,
-): Promise<{ finished: boolean; read: number }> {
+async function readNextConversations(deps: WorkflowDeps, userId: string, importId: string): Promise<{ finished: boolean; read: number }> {
   const start = await deps.db.withUser(userId, async (tx) => {
     const progress = await importProgress(tx, importId);
     const person = await profileOf(tx);

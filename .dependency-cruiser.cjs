@@ -38,7 +38,13 @@ module.exports = {
       comment: "web/ is a browser bundle: from worker/, agents/, db/ and platform/ it may import types only (import type …), never code.",
       severity: "error",
       from: { path: "^web/" },
-      to: { path: "^(worker|agents|db|platform)/", dependencyTypesNot: ["type-only"] },
+      // platform/conversation-imports.ts is the one exception: pure parsing (no I/O, no server code), run
+      // by the browser on an export too large to send and by the server to check what arrives.
+      to: {
+        path: "^(worker|agents|db|platform)/",
+        pathNot: "^platform/(conversation-imports|clean-text)\\.ts$",
+        dependencyTypesNot: ["type-only"],
+      },
     },
     {
       name: "no-circular",

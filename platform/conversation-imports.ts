@@ -164,27 +164,32 @@ export function detectExport(value: unknown): "chatgpt" | "claude" | null {
   return null;
 }
 
-/**
- * A `conversations.json` as text: ChatGPT's or Claude's conversations, or an error that says what is
- * wrong — cut short (a download that did not finish), not JSON, or JSON of another shape.
- */
-export function readExportText(text: string): { origin: "chatgpt" | "claude"; conversations: ImportedConversation[] } {
-  let value: unknown;
+/** A file's JSON, or an error that says what is wrong: cut short (a download that did not finish), or not JSON. */
+export function parseExportJson(text: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (error) {
     const message = (error as Error).message;
     if (/end of (JSON )?input|Unterminated|Expected .* after/i.test(message) && text.trim().length > 0 && !/[\]}]\s*$/.test(text))
       throw new ImportFormatError("The file is cut short: it ends in the middle of the conversations. Download the export again.");
     throw new ImportFormatError(`The file is not JSON (${message}).`);
   }
+}
+
+/** A parsed `conversations.json`: ChatGPT's or Claude's conversations, or an error for JSON of another shape. */
+export function readExportValue(value: unknown): { origin: "chatgpt" | "claude"; conversations: ImportedConversation[] } {
   if (Array.isArray(value) && value.length === 0) return { origin: "chatgpt", conversations: [] };
   const origin = detectExport(value);
   if (!origin)
     throw new ImportFormatError(
-      "This is not a ChatGPT or Claude conversations.json: neither ChatGPT's `mapping` nor Claude's `chat_messages` is in it.",
+      "This is neither a Soma export nor a ChatGPT or Claude conversations.json: neither ChatGPT's `mapping` nor Claude's `chat_messages` is in it.",
     );
   return { origin, conversations: origin === "chatgpt" ? readChatGpt(value) : readClaude(value) };
+}
+
+/** A `conversations.json` as text (parseExportJson, then readExportValue). */
+export function readExportText(text: string): { origin: "chatgpt" | "claude"; conversations: ImportedConversation[] } {
+  return readExportValue(parseExportJson(text));
 }
 
 /** Headings the saved-memories screens show above the list, which are not memories themselves. */

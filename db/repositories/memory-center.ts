@@ -8,6 +8,9 @@ import { iso, isoOrNull } from "../timestamps";
 import { MAIL_SOURCE_KIND } from "./mail";
 import { normalizeName } from "./memory";
 
+/** Source kinds of conversations imported from other assistants (db/repositories/conversation-imports.ts). */
+const IMPORTED_KINDS = new Set(["chatgpt", "claude"]);
+
 interface MemorySource {
   kind: string;
   externalId: string;
@@ -15,6 +18,8 @@ interface MemorySource {
   at: string;
   /** The app that wrote it through MCP (source kind "mcp"), by the name it registered with. */
   app?: string;
+  /** The conversation it was said in, for one imported from another assistant (kinds chatgpt, claude). */
+  title?: string;
 }
 
 export interface MemoryItem {
@@ -94,6 +99,7 @@ type ItemRow = {
   source_external_id: string | null;
   source_text: string | null;
   source_app: string | null;
+  source_title: string | null;
   source_at: string | Date | null;
 };
 
@@ -115,7 +121,9 @@ type EventRow = { id: string; kind: string; status: string; occurred_at: string 
 const ITEM_COLUMNS = sql`e.id, e.type, e.name, e.properties, e.status, e.created_at, e.updated_at, e.told_at, e.happened_at,
   to_char(e.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as cursor_at,
   s.kind as source_kind, s.external_id as source_external_id, s.payload ->> 'text' as source_text,
-  s.payload ->> 'app' as source_app, s.created_at as source_at`;
+  s.payload ->> 'app' as source_app, s.payload ->> 'title' as source_title,
+  -- An imported message was said when the other assistant's export says, not when it arrived.
+  coalesce(case when s.kind in ('chatgpt', 'claude', 'pasted') then (s.payload ->> 'at')::timestamptz end, s.created_at) as source_at`;
 
 /**
  * One page of the person's active memories, newest learned first. Keyset paging on (created_at, id):
@@ -280,6 +288,7 @@ function toItem(row: ItemRow): MemoryItem {
             excerpt: row.source_text,
             at: iso(row.source_at ?? row.created_at),
             ...(row.source_kind === "mcp" && row.source_app ? { app: row.source_app } : {}),
+            ...(IMPORTED_KINDS.has(row.source_kind) && row.source_title ? { title: row.source_title } : {}),
           }
         : null,
   };

@@ -115,6 +115,10 @@ export const EXPORT_PATH = client.api.export.$path();
 /** Where the Markdown vault (.zip) downloads from. */
 export const VAULT_PATH = client.api.export.vault.$path();
 
+/** An import of conversations from another assistant, with its progress (GET /api/imports). */
+export type ConversationImport = InferResponseType<typeof client.api.imports.$get>["imports"][number];
+const importRoute = client.api.imports[":id"];
+
 /** A file to import: a JSON export's text, or a vault's .zip as it is. */
 export type ImportBody = { json: string } | { zip: ArrayBuffer };
 
@@ -157,6 +161,14 @@ export const api = {
       ),
     ),
   deleteAccount: () => read(client.api.account.$delete()),
+  imports: () => read(client.api.imports.$get()).then((r) => r.imports),
+  createImport: (plan: { origin: "chatgpt" | "claude"; conversations: number; from: string | null; to: string | null }) =>
+    read(client.api.imports.$post({}, body(JSON.stringify(plan)))).then((r) => r.import),
+  /** Sends a batch of conversations (their JSON, at most 100 of them). */
+  sendConversations: (id: string, batch: string) => read(importRoute.conversations.$post(param(id), body(batch))).then((r) => r.import),
+  startImport: (id: string) => read(importRoute.start.$post(param(id))).then((r) => r.import),
+  cancelImport: (id: string) => read(importRoute.$delete(param(id))).then((r) => r.import),
+  importPasted: (text: string) => read(client.api.imports.pasted.$post({}, body(JSON.stringify({ text })))).then((r) => r.import),
   apps: () => read(client.api.apps.$get()).then((r) => r.apps),
   disconnectApp: (id: string) => read(client.api.apps[":id"].$delete(param(id))),
   push: () => read(client.api.push.$get()),

@@ -26,7 +26,17 @@ export function formatFull(iso: string, timeZone: string): string {
   return new Intl.DateTimeFormat("en-GB", { timeZone, dateStyle: "full", timeStyle: "short" }).format(new Date(iso));
 }
 
-const CHANNELS: Record<string, string> = { telegram: "Telegram", web: "Web", email: "Email", gmail: "Email", import: "Import", mcp: "MCP" };
+const CHANNELS: Record<string, string> = {
+  telegram: "Telegram",
+  web: "Web",
+  email: "Email",
+  gmail: "Email",
+  import: "Import",
+  mcp: "MCP",
+  chatgpt: "ChatGPT",
+  claude: "Claude",
+  pasted: "Pasted memories",
+};
 
 /** A source kind as the person knows the channel: "telegram" → "Telegram". */
 export function channelName(kind: string): string {

@@ -210,8 +210,13 @@ export function MemoryPage({ id, timeZone }: { id: string; timeZone: string }) {
       </p>
       {memory.source ? (
         <p className="provenance">
-          From {memory.source.app ? `${memory.source.app}, through MCP,` : channelName(memory.source.kind)} on{" "}
-          <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
+          From{" "}
+          {memory.source.app
+            ? `${memory.source.app}, through MCP,`
+            : memory.source.title
+              ? `${channelName(memory.source.kind)}, «${memory.source.title}»,`
+              : channelName(memory.source.kind)}{" "}
+          on <time dateTime={memory.source.at}>{formatFull(memory.source.at, timeZone)}</time>
           {memory.source.excerpt && <q>{memory.source.excerpt}</q>}
         </p>
       ) : (

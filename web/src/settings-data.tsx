@@ -5,6 +5,7 @@
 import { useRef, useState, type ChangeEvent } from "react";
 import { api, EXPORT_PATH, type ImportBody, type ImportCounts, VAULT_PATH } from "./api";
 import { IN_MINI_APP } from "./router";
+import { type ConversationExport, ConversationImports, readImportFile } from "./settings-imports";
 
 const KINDS: Array<[keyof ImportCounts, string, string]> = [
   ["entities", "memory", "memories"],
@@ -31,19 +32,26 @@ type ImportState =
 
 export function DataSettings() {
   const [state, setState] = useState<ImportState>({ step: "idle" });
+  const [conversations, setConversations] = useState<ConversationExport | null>(null);
   const input = useRef<HTMLInputElement>(null);
   const reset = () => {
     setState({ step: "idle" });
+    setConversations(null);
     if (input.current) input.current.value = "";
   };
   const choose = async (event: ChangeEvent<HTMLInputElement>) => {
     const file = event.target.files?.[0];
     if (!file) return reset();
     setState({ step: "checking", name: file.name });
+    setConversations(null);
     try {
-      // A vault's .zip goes as it is; anything else is read as the JSON export it should be.
-      const zip = file.name.toLowerCase().endsWith(".zip") || file.type === "application/zip";
-      const body: ImportBody = zip ? { zip: await file.arrayBuffer() } : { json: await file.text() };
+      // Soma's own file goes to the server's preview; another assistant's conversations are read here.
+      const read = await readImportFile(file);
+      if ("conversations" in read) {
+        setConversations(read.conversations);
+        return setState({ step: "idle" });
+      }
+      const body: ImportBody = read.soma;
       const { imported } = await api.importFile(body, true);
       setState({ step: "preview", name: file.name, file: body, counts: imported });
     } catch (error) {
@@ -85,11 +93,11 @@ export function DataSettings() {
       )}
       <h2>Import</h2>
       <p className="muted">
-        Load a Soma export file (.json) or a Soma vault (.zip). You see what it would add before anything changes; what you already have is
-        not added twice.
+        Load a Soma export file (.json) or vault (.zip), a ChatGPT data export (.zip, or its conversations.json) or a Claude export's
+        conversations.json. You see what it would add before anything changes; what you already have is not added twice.
       </p>
       <label className="file-field">
-        Export file to import
+        File to import
         <input
           ref={input}
           type="file"
@@ -140,6 +148,7 @@ export function DataSettings() {
           </button>
         </div>
       )}
+      <ConversationImports chosen={conversations} onDone={reset} />
     </>
   );
 }

@@ -169,7 +169,7 @@ describe("the Settings page", () => {
     });
 
     const before = await memoryNames(page);
-    const picker = page.getByLabel("Export file to import");
+    const picker = page.getByLabel("File to import");
     await picker.setInputFiles({ name: "from-a-friend.json", mimeType: "application/json", buffer: Buffer.from(anotherFile(exported)) });
     const preview = page.getByRole("group", { name: "Import preview" });
     await expect
@@ -205,20 +205,20 @@ describe("the Settings page", () => {
     expect(notes).toEqual(
       expect.arrayContaining(["Soma/README.md", "Soma/Facts.md", "Soma/Memories/Dune.md", "Soma/Memories/Frank Herbert.md"]),
     );
-    await page.getByLabel("Export file to import").setInputFiles({ name: "vault.zip", mimeType: "application/zip", buffer: zip });
+    await page.getByLabel("File to import").setInputFiles({ name: "vault.zip", mimeType: "application/zip", buffer: zip });
     await expect
       .poll(() => page.getByRole("group", { name: "Import preview" }).innerText(), { timeout: 10_000 })
       .toContain("vault.zip holds nothing you do not already have.");
     await page.getByRole("button", { name: "Close" }).click();
   });
 
-  it("refuses a file that is not a Soma export, saying why", async () => {
+  it("refuses a file that is neither a Soma export nor another assistant's, saying why", async () => {
     await page
-      .getByLabel("Export file to import")
+      .getByLabel("File to import")
       .setInputFiles({ name: "notes.json", mimeType: "application/json", buffer: Buffer.from('{"hello": "world"}') });
     await expect
       .poll(() => page.getByRole("alert").innerText(), { timeout: 10_000 })
-      .toContain("notes.json cannot be imported: Not a Soma export file");
+      .toContain("notes.json cannot be imported: This is neither a Soma export nor a ChatGPT or Claude conversations.json");
     await screenshots(page, "settings-import-error");
     await page.getByRole("button", { name: "Dismiss" }).click();
     expect(await page.getByRole("alert").count()).toBe(0);

@@ -10,11 +10,13 @@
 // Each message goes through the same extraction as a chat message — the memory_capture tool with the
 // model in use, then fact extraction — dated when it was said (told_at, and "last year" counted from
 // that day), with the message as its source ("From ChatGPT, «Trip ideas», 3 May 2024"). A message that
-// nothing came of leaves nothing behind. The model calls an import may make are capped (the operator's
-// bill): past IMPORT_MODEL_CALLS it stops, saying so.
+// nothing came of leaves nothing behind. The model calls a person's imports may make in a day are capped
+// (the operator's bill): past IMPORT_MODEL_CALLS_PER_DAY an import stops, saying so, and can be started
+// again the next day.
 import { generateText, stepCountIs } from "ai";
 import {
   conversationRead,
+  importCallsToday,
   importProgress,
   pendingConversations,
   setImportState,
@@ -32,8 +34,12 @@ import type { Steps } from "./workflows/steps";
 
 /** Conversations read in one step. */
 const CONVERSATIONS_PER_STEP = 5;
-/** Model calls one import may make (two a message of the person's: memories, then facts). */
-const IMPORT_MODEL_CALLS = 4_000;
+/**
+ * Model calls a person's imports may make in a day (two a message of theirs: memories, then facts), so
+ * that one export cannot run up the operator's model bill: past it an import stops, and the person can
+ * start it again the next day (it goes on where it stopped).
+ */
+export const IMPORT_MODEL_CALLS_PER_DAY = 4_000;
 /** Steps one run takes at most: past it the run ends and the rest is read by the next request. */
 const MAX_STEPS = 1_000;
 
@@ -122,7 +128,7 @@ async function readNextConversations(deps: WorkflowDeps, userId: string, importI
     const progress = await importProgress(tx, importId);
     const person = await profileOf(tx);
     if (!progress || !person || progress.state !== "running") return null;
-    if (progress.calls >= IMPORT_MODEL_CALLS) {
+    if ((await importCallsToday(tx)) >= IMPORT_MODEL_CALLS_PER_DAY) {
       await setImportState(tx, importId, "stopped");
       return null;
     }

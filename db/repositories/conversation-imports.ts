@@ -114,6 +114,15 @@ export async function receiveConversations(tx: Tx, userId: string, importId: str
   return added;
 }
 
+/** The model calls the person's imports made in the last 24 hours (an import's calls count on the day it began). */
+export async function importCallsToday(tx: Tx): Promise<number> {
+  const [row] = await sqlRows<{ calls: number }>(
+    tx,
+    sql`select coalesce(sum((payload->>'calls')::int), 0)::int as calls from events where kind = 'import' and created_at > now() - interval '1 day'`,
+  );
+  return row?.calls ?? 0;
+}
+
 export async function setImportState(tx: Tx, importId: string, state: ImportState): Promise<void> {
   await tx
     .update(events)

@@ -7,6 +7,7 @@
 // what was not read; bad batches are refused with why; another person's import is not found.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { IMPORT_MODEL_CALLS_PER_DAY } from "../../agents/conversation-import";
 import { readChatGpt, readClaude, type ImportedConversation } from "../../platform/conversation-imports";
 import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { drive } from "./workflow-drive";
@@ -176,6 +177,27 @@ describe("importing conversations from ChatGPT and Claude", () => {
     expect((await api(other, `/${id}/start`, { method: "POST" })).status).toBe(404);
     expect((await api(other, `/${id}`, { method: "DELETE" })).status).toBe(404);
     expect((await api(cookie, "/not-an-id/start", { method: "POST" })).status).toBe(400);
+  });
+
+  it("stops at the day's budget of model calls, and goes on where it stopped when started again", async () => {
+    const person = await newPerson("import-budget");
+    const cookie = await sessionCookie(person);
+    // Earlier imports of the day spent the budget.
+    await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`insert into events (user_id, kind, occurred_at, payload, status)
+                     values (${person.id}, 'import', now(), ${JSON.stringify({ origin: "chatgpt", calls: IMPORT_MODEL_CALLS_PER_DAY })}::jsonb, 'done')`),
+    );
+    const id = await imported(cookie, CHATGPT);
+    expect((await start(cookie, id, person.id)).output).toEqual({ read: 0 });
+    const progress = (await (await api(cookie, "")).json()) as { imports: Array<{ id: string; state: string }> };
+    expect(progress.imports.find((i) => i.id === id)?.state).toBe("stopped");
+    expect(await rows(person.id, sql`select count(*)::int as n from entities`)).toEqual([{ n: 0 }]);
+    // A day later the budget is back: started again, it reads what waited.
+    await testDatabase().withUser(person.id, (tx) =>
+      tx.execute(sql`update events set created_at = now() - interval '2 days' where kind = 'import' and status = 'done'`),
+    );
+    expect((await start(cookie, id, person.id)).output).toEqual({ read: 1 });
+    expect(await rows(person.id, sql`select name from entities`)).toEqual([{ name: "Piranesi" }]);
   });
 
   it("takes pasted saved memories, one a line, as the person's own", async () => {

@@ -82,7 +82,7 @@ function describeImport(job: ConversationImport): string {
     case "cancelled":
       return `The import of ${what} was cancelled after ${job.done} (${found}).`;
     default:
-      return `The import of ${what} stopped after ${job.done}: it reached the most model calls one import may make. Import the rest as a new file.`;
+      return `The import of ${what} paused after ${job.done}: your imports made the most model calls Soma makes for them in a day. Choose Continue tomorrow to go on where it stopped.`;
   }
 }
 
@@ -161,6 +161,14 @@ export function ConversationImports({ chosen, onDone }: { chosen: ConversationEx
       setBusy(false);
     }
   };
+  const resume = async (id: string) => {
+    try {
+      setJob(await api.startImport(id));
+      setStarted(`${id}:${Date.now()}`);
+    } catch (e) {
+      setFailure(`Continuing failed: ${(e as Error).message}`);
+    }
+  };
   const cancel = async () => {
     if (!job) return;
     try {
@@ -210,6 +218,11 @@ export function ConversationImports({ chosen, onDone }: { chosen: ConversationEx
           {underWay && (
             <button type="button" className="secondary" onClick={() => void cancel()}>
               Cancel import
+            </button>
+          )}
+          {job.state === "stopped" && (
+            <button type="button" className="secondary" onClick={() => void resume(job.id)}>
+              Continue
             </button>
           )}
         </div>

@@ -7,7 +7,8 @@
 //                                          409 while another import of the person's is under way
 //   POST   /api/imports/:id/conversations  {conversations: [...]} (at most 100, each within IMPORT_BOUNDS)
 //                                          → {received, import}; a conversation sent twice counts once
-//   POST   /api/imports/:id/start          the import starts reading in the background → {import}
+//   POST   /api/imports/:id/start          the import starts (or, stopped by the day's budget, goes on)
+//                                          reading in the background → {import}
 //   POST   /api/imports/pasted             {text}: saved memories pasted from ChatGPT or Claude, one a line,
 //                                          received and started at once → 201 {import}
 //   GET    /api/imports                    {imports: [...]}, newest first, with their progress
@@ -131,7 +132,8 @@ export const imports = new Hono<AppEnv>()
   .post("/:id/start", requireSession("reject"), requireSameOrigin, async (c) => {
     const progress = await ownImport(c, c.req.param("id"));
     if (progress.state === "running") return c.json({ import: progress });
-    if (progress.state !== "receiving") throw new ApiError("conflict", `This import is ${progress.state}.`);
+    // A stopped import (the day's model calls were spent) goes on where it stopped.
+    if (progress.state !== "receiving" && progress.state !== "stopped") throw new ApiError("conflict", `This import is ${progress.state}.`);
     await c.var.db.withUser(c.var.person.id, (tx) => setImportState(tx, progress.id, "running"));
     await startReading(c, progress.id);
     return c.json({ import: await ownImport(c, progress.id) });
@@ -143,11 +145,12 @@ export const imports = new Hono<AppEnv>()
 
 /**
  * Hands the import to memory-consolidate; in dev mode without a workflow engine, to the person's agent.
- * The event's id is the import's: started twice, it is read once.
+ * The event's id is the import's and the minute's: started twice at once, it is sent once (and a run
+ * finds only what is still waiting, one run per person at a time); started again the next day, anew.
  */
 async function startReading(c: { env: Env; var: AppEnv["Variables"] }, id: string): Promise<void> {
   const userId = c.var.person.id;
-  const event = importRequested.create({ userId, importId: id }, { id: `import-${id}` });
+  const event = importRequested.create({ userId, importId: id }, { id: `import-${id}-${Math.floor(Date.now() / 60_000)}` });
   if (await emitEvents(c.var.config, [event], { requestId: c.var.requestId, userId })) return;
   if (devWithoutCloud(c.var.config)) return (await agentFor(c.env, userId)).runHere(localEvent(event));
   // Nobody took it: the import waits to be started again.

@@ -20,11 +20,13 @@ import {
   importProgress,
   pendingConversations,
   setImportState,
+  type ImportProgress,
   type PendingConversation,
 } from "../db/repositories/conversation-imports";
+import { deliverNotice } from "./integrations/notices";
 import { recordSource } from "../db/repositories/memory";
 import { profileOf } from "../db/repositories/people";
-import type { ImportedMessage } from "../platform/conversation-imports";
+import { counted, type ImportedMessage } from "../platform/conversation-imports";
 import { zoneOrUtc } from "../platform/local-time";
 import { describeError, logJson } from "../platform/log";
 import { extractAndRecord } from "./fact-recording";
@@ -43,11 +45,13 @@ export const IMPORT_MODEL_CALLS_PER_DAY = 4_000;
 /** Steps one run takes at most: past it the run ends and the rest is read by the next request. */
 const MAX_STEPS = 1_000;
 
-const ORIGIN_NAMES: Record<string, string> = { chatgpt: "ChatGPT", claude: "Claude", pasted: "their saved memories" };
+const ORIGIN_NAMES: Record<string, string> = { chatgpt: "ChatGPT", claude: "Claude", pasted: "pasted saved memories" };
 
 function instructions(origin: string, title: string, at: string): string {
   return [
-    `Below is one message the person wrote to ${ORIGIN_NAMES[origin] ?? origin} (conversation «${title}»), on ${at.slice(0, 10)}.`,
+    origin === "pasted"
+      ? `Below is one of the person's saved memories, which they brought from another assistant on ${at.slice(0, 10)}.`
+      : `Below is one message the person wrote to ${ORIGIN_NAMES[origin] ?? origin} (conversation «${title}»), on ${at.slice(0, 10)}.`,
     "Save what it tells about the person's own life with memory_capture: a book they read, a film they saw, a place they",
     "went, a person they know, a project of theirs. Dates are relative to the day it was written. Questions, requests, and",
     "anything that is not about the person's own life are not saved. If nothing is worth saving, call no tool.",
@@ -147,7 +151,19 @@ async function readNextConversations(deps: WorkflowDeps, userId: string, importI
   return { finished: false, read: start.pending.length };
 }
 
-/** The whole import, a step at a time. */
+/** "Imported 412 conversations from ChatGPT: 35 memories and 12 facts added." — what the person is told when it ends. */
+function importOutcome(progress: ImportProgress): string {
+  const what =
+    progress.origin === "pasted"
+      ? "your pasted saved memories"
+      : `${counted(progress.received, "conversation", "conversations")} from ${ORIGIN_NAMES[progress.origin] ?? progress.origin}`;
+  const added = `${counted(progress.memories, "memory", "memories")} and ${counted(progress.facts, "fact", "facts")}`;
+  if (progress.state === "stopped")
+    return `Your import of ${what} paused after ${progress.done}, with ${added} so far: imports made the most model calls I make for them in a day. Start it again tomorrow in Settings and it goes on where it stopped.`;
+  return `Imported ${what}: ${added} added. Ask me about them, or see them with /memories.`;
+}
+
+/** The whole import, a step at a time; when it ends (done, or paused by the budget), the person is told. */
 export async function runImport(deps: WorkflowDeps, data: { userId: string; importId: string }, steps: Steps) {
   let read = 0;
   for (let i = 0; i < MAX_STEPS; i++) {
@@ -155,5 +171,16 @@ export async function runImport(deps: WorkflowDeps, data: { userId: string; impo
     read += step.read;
     if (step.finished) break;
   }
-  return { read };
+  const told = await steps.run("tell", async () => {
+    const progress = await deps.db.withUser(data.userId, (tx) => importProgress(tx, data.importId));
+    if (!progress || (progress.state !== "done" && progress.state !== "stopped") || read === 0) return false;
+    const took = await deliverNotice(deps, data.userId, "reply", {
+      text: importOutcome(progress),
+      title: "Import finished",
+      url: "/app/memories",
+      options: { ttlSeconds: 86_400, urgency: "normal", topic: `import-${data.importId.slice(0, 8)}` },
+    });
+    return took.telegram || took.push;
+  });
+  return { read, ...(told ? { told } : {}) };
 }

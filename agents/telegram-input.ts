@@ -40,6 +40,8 @@ export interface InputDeps {
   transcriber: Transcriber | null;
   seesImages: boolean;
   voiceMaxSeconds: number;
+  /** Reads an import sent as a document and starts it; the reply says what it holds, or why not. */
+  importFile(file: Extract<Attachment, { kind: "import" }>, signal: AbortSignal): Promise<string>;
   /** Keeps what a voice note said in the inbox, in place of the note. */
   rewrite(text: string, extras: MessageExtras): void;
 }
@@ -65,6 +67,7 @@ export async function telegramTurnInput(
     deps.rewrite(text, { ...rest, heard: true });
     return turnOf(item.id, text, source, at, { ...rest, heard: true });
   }
+  if (attachment?.kind === "import") return { kind: "reply", reply: await deps.importFile(attachment, signal) };
   if (attachment?.kind === "image") {
     if (!deps.seesImages) {
       if (!item.text.trim()) return { kind: "reply", reply: NO_VISION };

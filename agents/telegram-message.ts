@@ -55,6 +55,13 @@ export const Attachment = z.discriminatedUnion("kind", [
     mediaType: z.string().max(100),
     bytes: z.number().int().nonnegative().optional(),
   }),
+  /** An export of another assistant's conversations, or saved memories (agents/telegram-import.ts). */
+  z.object({
+    kind: z.literal("import"),
+    fileId: z.string().min(1).max(256),
+    fileName: z.string().max(200),
+    bytes: z.number().int().nonnegative().optional(),
+  }),
 ]);
 export type Attachment = z.infer<typeof Attachment>;
 
@@ -113,6 +120,11 @@ export function readTelegramMessage(message: TelegramMessageLike): { text: strin
   return { text, extras };
 }
 
+/** A document the bot reads as an import (agents/telegram-import.ts): by its name, or its type. */
+function isImportFile(document: { file_name?: string; mime_type?: string }): boolean {
+  return /\.(json|zip|txt)$/i.test(document.file_name ?? "") || /^application\/(json|zip)$/.test(document.mime_type ?? "");
+}
+
 function attachmentOf(message: TelegramMessageLike): Attachment | null {
   const { voice, audio, video_note: videoNote, photo, document } = message;
   if (voice) return voiceOf("voice", voice.file_id, voice.duration, voice.mime_type ?? "audio/ogg", "voice.ogg", voice.file_size);
@@ -127,6 +139,10 @@ function attachmentOf(message: TelegramMessageLike): Attachment | null {
     const fitting = photo.filter((p) => (p.file_size ?? 0) <= MAX_IMAGE_BYTES);
     const best = (fitting.length ? fitting : photo.slice(0, 1)).reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
     return { kind: "image", fileId: best.file_id, mediaType: "image/jpeg", ...(best.file_size ? { bytes: best.file_size } : {}) };
+  }
+  if (document && isImportFile(document)) {
+    const fileName = (document.file_name ?? "conversations.json").slice(0, 200);
+    return { kind: "import", fileId: document.file_id, fileName, ...(document.file_size ? { bytes: document.file_size } : {}) };
   }
   if (document?.mime_type?.startsWith("image/") && /^image\/(jpeg|png|webp|gif)$/.test(document.mime_type)) {
     return {
@@ -192,7 +208,7 @@ export function otherKindReply(kind: OtherKind): string {
     case "video":
       return "I can't watch videos yet. Send a photo, a voice note or a message instead.";
     case "document":
-      return "I can't read files yet, only photos. Paste the part that matters as text and I'll remember it.";
+      return "I can't read that kind of file, only photos and imports (a ChatGPT or Claude export). Paste the part that matters as text and I'll remember it.";
     case "other":
       return "I can read text, listen to voice notes and look at photos — that one I can't read yet.";
   }

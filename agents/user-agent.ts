@@ -4,6 +4,8 @@
 // update_id order, exactly once, across restarts and outages; a turn's own steps: agents/telegram-turn.ts),
 // the per-person rate limits (agents/rate-limit.ts), and in dev mode the deliveries no workflow engine took
 // (agents/local-runs.ts), each in its own SQLite. Memory lives in Postgres, reached through Database.withUser.
+// Longer than 450 lines: it is where the conversation, the inbox, the rate limits, imports sent to the bot
+// and local runs meet the Durable Object; each one's logic is a module of its own, and this file wires them.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel } from "ai";
@@ -37,6 +39,7 @@ import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
 import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
 import { type LocalEvent, planLocalRun, runLocally } from "./local-runs";
+import { importDepsOf, importDocument, importPastedText, type TelegramImportDeps } from "./telegram-import";
 
 /** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
 const NAME_KEY = "__ps_name";
@@ -350,6 +353,7 @@ export class UserAgent extends AIChatAgent<Env> {
       userId: this.userId,
       appBaseUrl: this.#config.APP_BASE_URL,
       reset: () => this.reset(),
+      importPasted: (text) => importPastedText(this.#importDeps(), text),
     });
     return command ?? telegramTurnReply(this.#conversationHost(), item, signal);
   }
@@ -390,11 +394,18 @@ export class UserAgent extends AIChatAgent<Env> {
     const config = this.#config;
     return {
       download: (fileId: string, maxBytes: number, signal: AbortSignal) => this.#sender().downloadFile(fileId, maxBytes, signal),
+      importFile: (file, signal) => importDocument(this.#importDeps(), file, signal),
       transcriber: createTranscriber(config, this.env),
       seesImages: modelSeesImages(config),
       voiceMaxSeconds: config.VOICE_MAX_SECONDS,
       rewrite: (text: string, extras: Parameters<Inbox["rewrite"]>[2]) => this.#getInbox().rewrite(item.id, text, extras),
     };
+  }
+
+  /** What an import sent to the bot needs: the database, the file, and the background to read it in. */
+  #importDeps(): TelegramImportDeps {
+    const download = (fileId: string, maxBytes: number, signal: AbortSignal) => this.#sender().downloadFile(fileId, maxBytes, signal);
+    return importDepsOf({ db: this.#db(), userId: this.userId, config: this.#config, download, runHere: (event) => this.runHere(event) });
   }
 
   async #dropMessages(ids: string[]): Promise<void> {

@@ -231,3 +231,8 @@ export function summarize(conversations: ImportedConversation[]): {
     userMessages: conversations.reduce((n, c) => n + c.messages.filter((m) => m.role === "user").length, 0),
   };
 }
+
+/** "1 conversation", "412 conversations" (thousands grouped). */
+export function counted(n: number, one: string, many: string): string {
+  return `${n.toLocaleString("en-GB")} ${n === 1 ? one : many}`;
+}

@@ -1,5 +1,5 @@
 // Bot commands, answered by the agent from its inbox like any message (in order, once), without the
-// model: /start /help /memories [type] /reset /login, /forget <words> (agents/commands/forget.ts), the
+// model: /start /help /memories [type] /reset /login /import <saved memories>, /forget <words> (agents/commands/forget.ts), the
 // person's time (/timezone /reminders /cancel, agents/commands/time.ts) and facts (/facts, agents/commands/standing-facts.ts).
 import type { Database } from "../../db/database";
 import { createLoginToken } from "../../db/repositories/auth";
@@ -40,6 +40,7 @@ export const HELP = [
   "/reset — start a fresh conversation; your memories stay",
   "/login — a one-time link to the web app (valid 10 minutes)",
   "/export — everything I keep of you, as a JSON file",
+  "/import — bring your memory from ChatGPT or Claude: send their export as a file, or /import and your saved memories, one a line",
   "/timezone [city or zone] — show or set your timezone, e.g. /timezone Berlin",
   "/reminders — your upcoming reminders, numbered · /cancel <number> — cancel one, e.g. /cancel 2",
   "Anything else you write goes to me directly.",
@@ -55,6 +56,7 @@ export const BOT_COMMANDS: ReadonlyArray<{ command: string; description: string 
   { command: "timezone", description: "Show or set your timezone (e.g. /timezone Berlin)" },
   { command: "login", description: "A one-time link to the web app" },
   { command: "export", description: "Everything I keep of you, as a JSON file" },
+  { command: "import", description: "Bring your memory from ChatGPT or Claude" },
   { command: "reset", description: "Start a fresh conversation (memories stay)" },
   { command: "help", description: "What I can do, and every command" },
 ];
@@ -78,6 +80,8 @@ export interface CommandContext {
   userId: string;
   appBaseUrl: string | undefined;
   reset(): Promise<void>;
+  /** Starts an import of saved memories pasted after /import (agents/telegram-import.ts). */
+  importPasted?(text: string): Promise<string>;
 }
 
 /** `/name@bot argument` → { command: "name", argument }; null when `text` is not a command. */
@@ -128,6 +132,8 @@ export async function answerCommand(text: string, context: CommandContext): Prom
       return withMiniApp(await factsCommand(db, userId, argument), context.appBaseUrl, "facts", "See or correct facts");
     case "export":
       return exportCommand();
+    case "import":
+      return context.importPasted ? context.importPasted(argument) : "Imports are not available here.";
     default:
       return `I don't know /${command}.\n\n${HELP}`;
   }

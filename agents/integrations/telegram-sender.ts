@@ -77,7 +77,7 @@ export function telegramSenderFor(config: Config): TelegramSender | null {
 }
 
 /** Telegram's limit for a file a bot downloads (getFile). */
-const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
+export const TELEGRAM_DOWNLOAD_LIMIT = 20 * 1024 * 1024;
 
 /** A file is larger than the caller takes: final, the person is told rather than the download retried. */
 export class FileTooLargeError extends Error {

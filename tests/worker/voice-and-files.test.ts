@@ -111,6 +111,7 @@ describe("a voice note's length is what its bytes say, not what the sender's cli
       seesImages: false,
       voiceMaxSeconds: options.maxSeconds ?? 600,
       rewrite: () => {},
+      importFile: () => Promise.reject(new Error("no import in this test")),
     };
     const { text, extras } = readTelegramMessage({ voice: { ...voice, mime_type: "audio/ogg" } });
     const item = { id: `telegram:${voice.file_id}`, text, extras: JSON.stringify(extras), received_at: Date.now() } as InboxItem;

@@ -8,6 +8,7 @@ import { api, type ConversationImport, type ImportBody } from "./api";
 import { formatDay } from "./format";
 import { ErrorNote } from "./forms";
 import {
+  counted,
   type ImportedConversation,
   parseExportJson,
   readExportText,
@@ -70,15 +71,19 @@ const percent = (part: number, whole: number) => `${whole > 0 ? Math.floor((part
 
 /** An import's progress, in words. */
 function describeImport(job: ConversationImport): string {
-  const what = `${job.conversations.toLocaleString("en-GB")} ${job.origin === "pasted" ? "pasted lines" : `conversations from ${ORIGIN[job.origin]}`}`;
-  const found = `${job.memories} ${job.memories === 1 ? "memory" : "memories"} and ${job.facts} ${job.facts === 1 ? "fact" : "facts"} so far`;
+  const what =
+    job.origin === "pasted"
+      ? "your pasted saved memories"
+      : `${counted(job.conversations, "conversation", "conversations")} from ${ORIGIN[job.origin]}`;
+  const added = `${counted(job.memories, "memory", "memories")} and ${counted(job.facts, "fact", "facts")}`;
+  const found = `${added} so far`;
   switch (job.state) {
     case "receiving":
       return `Sending ${what}… ${percent(job.received, job.conversations)}`;
     case "running":
       return `Importing ${what}… ${percent(job.done, job.received)} (${found})`;
     case "done":
-      return `Imported ${what}: ${job.memories} ${job.memories === 1 ? "memory" : "memories"} and ${job.facts} ${job.facts === 1 ? "fact" : "facts"} added.`;
+      return `Imported ${what}: ${added} added.`;
     case "cancelled":
       return `The import of ${what} was cancelled after ${job.done} (${found}).`;
     default:

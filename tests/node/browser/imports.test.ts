@@ -105,7 +105,7 @@ describe("importing from ChatGPT and Claude in Settings", () => {
     await page.getByRole("button", { name: "Import pasted memories" }).click();
     await expect
       .poll(() => page.locator(".import-progress").innerText(), { timeout: 30_000 })
-      .toContain("Imported 1 pasted lines: 1 memory");
+      .toContain("Imported your pasted saved memories: 1 memory");
   });
 
   it("refuses a cut-short conversations.json, saying so", async () => {

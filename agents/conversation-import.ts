@@ -29,13 +29,16 @@ import { profileOf } from "../db/repositories/people";
 import { counted, type ImportedMessage } from "../platform/conversation-imports";
 import { zoneOrUtc } from "../platform/local-time";
 import { describeError, logJson } from "../platform/log";
-import { extractAndRecord } from "./fact-recording";
+import { type ExtractedFact, extractFacts } from "./fact-extraction";
+import { recordClaims } from "./fact-recording";
 import { memoryTools } from "./turn/tools/memory-tools";
 import type { WorkflowDeps } from "./workflows/deps";
 import type { Steps } from "./workflows/steps";
 
 /** Conversations read in one step. */
-const CONVERSATIONS_PER_STEP = 5;
+const CONVERSATIONS_PER_STEP = 10;
+/** Messages the model is asked about at once (two calls each). */
+const MODEL_CALLS_AT_ONCE = 8;
 /**
  * Model calls a person's imports may make in a day (two a message of theirs: memories, then facts), so
  * that one export cannot run up the operator's model bill: past it an import stops, and the person can
@@ -64,21 +67,34 @@ interface Counted {
   calls: number;
 }
 
-/** One message of the person's: its memories (the capture tool) and its facts, dated when it was said. */
-async function readMessage(
-  deps: WorkflowDeps,
-  userId: string,
-  zone: string,
-  conversation: PendingConversation["conversation"],
-  index: number,
-  message: ImportedMessage,
-): Promise<Counted> {
-  const source = {
+/** A message of the person's in a conversation being read. */
+interface Said {
+  pending: PendingConversation;
+  index: number;
+  message: ImportedMessage;
+}
+
+function sourceOfSaid({ pending: { conversation }, index, message }: Said) {
+  return {
     kind: conversation.origin,
     externalId: `${conversation.id}#${index}`,
     payload: { text: message.text, title: conversation.title, conversation: conversation.id, at: message.at },
   };
-  const toldAt = new Date(message.at);
+}
+
+/**
+ * The model's part of one message, both calls at once: its memories (the capture tool, which stores
+ * them as it goes: an upsert, safe side by side) and its facts (only extracted here: facts are recorded
+ * in the order they were said, below, as a later one may replace an earlier one).
+ */
+async function askModel(
+  deps: WorkflowDeps,
+  userId: string,
+  zone: string,
+  said: Said,
+): Promise<{ memories: number; claims: ExtractedFact[] }> {
+  const { conversation } = said.pending;
+  const source = sourceOfSaid(said);
   await deps.db.withUser(userId, (tx) => recordSource(tx, userId, source));
   let memories = 0;
   const { memory_capture } = memoryTools({
@@ -86,44 +102,77 @@ async function readMessage(
     userId,
     embedder: deps.embedder,
     source,
-    toldAt,
+    toldAt: new Date(said.message.at),
     timezone: zone,
     onActivity: (activity) => {
       if (activity.kind === "captured" && activity.created) memories += 1;
     },
   });
-  await generateText({
-    model: deps.model,
-    system: instructions(conversation.origin, conversation.title, message.at),
-    messages: [{ role: "user", content: message.text }],
-    tools: { memory_capture: memory_capture! },
-    stopWhen: stepCountIs(2),
-  });
-  const facts = await extractAndRecord(deps, { userId, source, text: message.text, toldAt }, message.at.slice(0, 10));
-  return { memories, facts: facts.filter((f) => f.outcome === "created").length, calls: 2 };
+  const [, claims] = await Promise.all([
+    generateText({
+      model: deps.model,
+      system: instructions(conversation.origin, conversation.title, said.message.at),
+      messages: [{ role: "user", content: said.message.text }],
+      tools: { memory_capture: memory_capture! },
+      stopWhen: stepCountIs(2),
+    }),
+    extractFacts(deps.model, said.message.text, said.message.at.slice(0, 10)),
+  ]);
+  return { memories, claims };
 }
 
-/** Reads one conversation's messages of the person's; a message that fails is logged and skipped. */
-async function readConversation(deps: WorkflowDeps, userId: string, zone: string, pending: PendingConversation): Promise<Counted> {
-  const counted: Counted = { memories: 0, facts: 0, calls: 0 };
-  for (const [index, message] of pending.conversation.messages.entries()) {
-    if (message.role !== "user") continue;
-    try {
-      const read = await readMessage(deps, userId, zone, pending.conversation, index, message);
-      counted.memories += read.memories;
-      counted.facts += read.facts;
-      counted.calls += read.calls;
-    } catch (error) {
-      counted.calls += 2;
+/** Runs `work` on every item, at most `limit` at a time, in any order; the outcomes in the items' order. */
+async function pooled<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const outcomes: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      outcomes[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return outcomes;
+}
+
+/**
+ * Reads the person's messages of `conversations`: the model is asked for MODEL_CALLS_AT_ONCE messages at
+ * a time (an import's time is the model's latency), then the facts are recorded in the order the messages
+ * were said. A message that fails is logged and skipped. The counts per conversation.
+ */
+async function readConversations(
+  deps: WorkflowDeps,
+  userId: string,
+  zone: string,
+  conversations: PendingConversation[],
+): Promise<Counted[]> {
+  const said: Said[] = conversations.flatMap((pending) =>
+    pending.conversation.messages.flatMap((message, index) => (message.role === "user" ? [{ pending, index, message }] : [])),
+  );
+  const asked = await pooled(said, MODEL_CALLS_AT_ONCE, (one) =>
+    askModel(deps, userId, zone, one).catch((error: unknown) => {
       logJson("warn", {
         agent: userId,
         import: "a message could not be read",
-        conversation: pending.sourceId,
+        conversation: one.pending.sourceId,
         error: describeError(error),
       });
-    }
+      return null;
+    }),
+  );
+  const counts = new Map(conversations.map((c) => [c.sourceId, { memories: 0, facts: 0, calls: 0 }]));
+  const order = said.map((one, i) => ({ one, answer: asked[i] })).sort((a, b) => a.one.message.at.localeCompare(b.one.message.at));
+  for (const { one, answer } of order) {
+    const count = counts.get(one.pending.sourceId)!;
+    count.calls += 2;
+    if (!answer) continue;
+    const source = sourceOfSaid(one);
+    const message = { userId, source, text: one.message.text, toldAt: new Date(one.message.at) };
+    const facts = await recordClaims(deps, message, answer.claims, zone);
+    count.memories += answer.memories;
+    count.facts += facts.filter((f) => f.outcome === "created").length;
   }
-  return counted;
+  return conversations.map((c) => counts.get(c.sourceId)!);
 }
 
 /** One step: the next few conversations, unless the import is over, cancelled or out of budget. */
@@ -143,10 +192,10 @@ async function readNextConversations(deps: WorkflowDeps, userId: string, importI
     await deps.db.withUser(userId, (tx) => setImportState(tx, importId, "done"));
     return { finished: true, read: 0 };
   }
-  for (const pending of start.pending) {
-    const counted = await readConversation(deps, userId, start.zone, pending);
+  const counts = await readConversations(deps, userId, start.zone, start.pending);
+  for (const [i, pending] of start.pending.entries()) {
     // Cancelled meanwhile: the conversation's row is gone, and nothing more is counted.
-    await deps.db.withUser(userId, (tx) => conversationRead(tx, importId, pending, counted));
+    await deps.db.withUser(userId, (tx) => conversationRead(tx, importId, pending, counts[i]!));
   }
   return { finished: false, read: start.pending.length };
 }

@@ -12,7 +12,7 @@ import { recordFact } from "../db/repositories/facts";
 import { forgetUnusedMessage, messageText, recordSource } from "../db/repositories/memory";
 import { profileOf } from "../db/repositories/people";
 import { zoneOrUtc } from "../platform/local-time";
-import { extractFacts, sinceInstant } from "./fact-extraction";
+import { type ExtractedFact, extractFacts, sinceInstant } from "./fact-extraction";
 import type { Embedder } from "./integrations/model/embeddings";
 
 export interface FactRecordingDeps {
@@ -41,6 +41,20 @@ export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMes
   });
   if (!said) return [];
   const claims = await extractFacts(deps.model, said.text, today, abortSignal);
+  return recordClaims(deps, { ...message, text: said.text }, claims, said.zone);
+}
+
+/**
+ * Records the facts extracted from a message (`claims`, in the order they were said), or, when there are
+ * none, forgets the message unless something else came of it.
+ */
+export async function recordClaims(
+  deps: Pick<FactRecordingDeps, "db" | "embedder">,
+  message: SaidMessage & { text: string },
+  claims: ExtractedFact[],
+  zone: string,
+) {
+  const { userId, source } = message;
   if (claims.length === 0) {
     await deps.db.withUser(userId, (tx) => forgetUnusedMessage(tx, userId, source));
     return [];
@@ -48,10 +62,10 @@ export async function extractAndRecord(deps: FactRecordingDeps, message: SaidMes
   const embeddings = await deps.embedder.embed(claims.map((c) => c.statement));
   return deps.db.withUser(userId, async (tx) => {
     // The message's row (recorded by the turn, or here for an event that carried the words).
-    const sourceId = await recordSource(tx, userId, { ...source, payload: { text: said.text } });
+    const sourceId = await recordSource(tx, userId, { ...source, payload: { text: message.text } });
     const outcomes = [];
     for (const [i, { since, ...claim }] of claims.entries()) {
-      const happenedAt = since ? sinceInstant(since, said.zone) : null;
+      const happenedAt = since ? sinceInstant(since, zone) : null;
       const told = message.toldAt ? { toldAt: message.toldAt } : {};
       outcomes.push(await recordFact(tx, userId, { ...claim, embedding: embeddings[i] ?? null, sourceId, happenedAt, ...told }));
     }

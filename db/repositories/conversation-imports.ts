@@ -172,7 +172,7 @@ export async function conversationRead(
   counted: { memories: number; facts: number; calls: number },
 ): Promise<void> {
   const { conversation } = pending;
-  await tx
+  const kept = await tx
     .update(sources)
     .set({
       payload: {
@@ -182,7 +182,10 @@ export async function conversationRead(
         import: { id: importId, state: "done" },
       },
     })
-    .where(eq(sources.id, pending.sourceId));
+    .where(eq(sources.id, pending.sourceId))
+    .returning({ id: sources.id });
+  // Cancelled meanwhile: the conversation's row is gone, and nothing of it is counted.
+  if (kept.length === 0) return;
   await tx.execute(sql`
     update events set payload = payload || jsonb_build_object(
       'done', (payload->>'done')::int + 1,

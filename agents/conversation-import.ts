@@ -11,7 +11,7 @@
 // model in use, then fact extraction — dated when it was said (told_at, and "last year" counted from
 // that day), with the message as its source ("From ChatGPT, «Trip ideas», 3 May 2024"). A message that
 // nothing came of leaves nothing behind. The model calls a person's imports may make in a day are capped
-// (the operator's bill): past IMPORT_MODEL_CALLS_PER_DAY an import stops, saying so, and can be started
+// (the operator's bill): past IMPORT_MODEL_CALLS_PER_DAY (4,000 by default) an import stops, saying so, and can be started
 // again the next day.
 import { generateText, stepCountIs } from "ai";
 import {
@@ -39,12 +39,6 @@ import type { Steps } from "./workflows/steps";
 const CONVERSATIONS_PER_STEP = 10;
 /** Messages the model is asked about at once (two calls each). */
 const MODEL_CALLS_AT_ONCE = 8;
-/**
- * Model calls a person's imports may make in a day (two a message of theirs: memories, then facts), so
- * that one export cannot run up the operator's model bill: past it an import stops, and the person can
- * start it again the next day (it goes on where it stopped).
- */
-export const IMPORT_MODEL_CALLS_PER_DAY = 4_000;
 /** Steps one run takes at most: past it the run ends and the rest is read by the next request. */
 const MAX_STEPS = 1_000;
 
@@ -181,7 +175,8 @@ async function readNextConversations(deps: WorkflowDeps, userId: string, importI
     const progress = await importProgress(tx, importId);
     const person = await profileOf(tx);
     if (!progress || !person || progress.state !== "running") return null;
-    if ((await importCallsToday(tx)) >= IMPORT_MODEL_CALLS_PER_DAY) {
+    // One export must not run up the operator's model bill: past the day's calls it pauses.
+    if ((await importCallsToday(tx)) >= deps.config.IMPORT_MODEL_CALLS_PER_DAY) {
       await setImportState(tx, importId, "stopped");
       return null;
     }

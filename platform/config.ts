@@ -2,6 +2,9 @@
 // malformed value is named at the edge instead of surfacing as an `undefined` deep inside a handler.
 import { z } from "zod";
 
+/** Default for IMPORT_MODEL_CALLS_PER_DAY: two a message, so a day reads 2,000 of the person's messages. */
+export const DEFAULT_IMPORT_MODEL_CALLS_PER_DAY = 4_000;
+
 /** Default for INBOX_RETRY_WINDOW_SECONDS: how long an outage is waited out before the apology. */
 const DEFAULT_RETRY_WINDOW_SECONDS = 30 * 60;
 
@@ -47,6 +50,8 @@ const ConfigFields = z.object({
   TELEGRAM_MESSAGES_PER_MINUTE: z.coerce.number().int().positive().default(10),
   /** Deadline of one Bot API call (grammY's own default is minutes). */
   TELEGRAM_API_TIMEOUT_SECONDS: z.coerce.number().positive().max(60).default(10),
+  /** Model calls a person's imports from other assistants may make in a day (agents/conversation-import.ts). */
+  IMPORT_MODEL_CALLS_PER_DAY: z.coerce.number().int().positive().default(DEFAULT_IMPORT_MODEL_CALLS_PER_DAY),
   /** How long the inbox waits out an outage (Postgres, the model, the Bot API) before apologising. */
   INBOX_RETRY_WINDOW_SECONDS: z.coerce.number().int().positive().default(DEFAULT_RETRY_WINDOW_SECONDS),
 

@@ -7,7 +7,7 @@
 // what was not read; bad batches are refused with why; another person's import is not found.
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
-import { IMPORT_MODEL_CALLS_PER_DAY } from "../../agents/conversation-import";
+import { DEFAULT_IMPORT_MODEL_CALLS_PER_DAY } from "../../platform/config";
 import { readChatGpt, readClaude, type ImportedConversation } from "../../platform/conversation-imports";
 import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { drive } from "./workflow-drive";
@@ -185,7 +185,7 @@ describe("importing conversations from ChatGPT and Claude", () => {
     // Earlier imports of the day spent the budget.
     await testDatabase().withUser(person.id, (tx) =>
       tx.execute(sql`insert into events (user_id, kind, occurred_at, payload, status)
-                     values (${person.id}, 'import', now(), ${JSON.stringify({ origin: "chatgpt", calls: IMPORT_MODEL_CALLS_PER_DAY })}::jsonb, 'done')`),
+                     values (${person.id}, 'import', now(), ${JSON.stringify({ origin: "chatgpt", calls: DEFAULT_IMPORT_MODEL_CALLS_PER_DAY })}::jsonb, 'done')`),
     );
     const id = await imported(cookie, CHATGPT);
     expect((await start(cookie, id, person.id)).output).toEqual({ read: 0 });

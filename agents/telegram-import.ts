@@ -2,11 +2,21 @@
 // conversations.json of ChatGPT's or Claude's sent as a document (within the 20 MB a bot may download),
 // a .txt of saved memories, or `/import` followed by saved memories pasted into the message. The file is
 // read here, in the person's agent, then goes the web app's way (db/repositories/conversation-imports.ts):
-// the conversations kept, the import started in the background, the person told what it holds and, when
-// it ends, what it added (agents/conversation-import.ts). A larger export goes through Settings on the web.
+// the conversations kept and the person shown what it holds (conversations, from when to when, their
+// messages, the model calls); `/import go` starts it in the background, `/import cancel` drops it,
+// `/import` says how far it is; when it ends the person is told what it added (agents/conversation-import.ts).
+// Pasted saved memories start at once (what they hold is what the person just wrote). A larger export
+// goes through Settings on the web.
 import { strFromU8, unzipSync } from "fflate";
 import type { Database } from "../db/database";
-import { createImport, listImports, receiveConversations, setImportState } from "../db/repositories/conversation-imports";
+import {
+  cancelImport,
+  createImport,
+  type ImportProgress,
+  listImports,
+  receiveConversations,
+  setImportState,
+} from "../db/repositories/conversation-imports";
 import {
   counted,
   type ImportedConversation,
@@ -69,15 +79,33 @@ export async function importDocument(
     if (error instanceof ImportFormatError) return `I couldn't import ${file.fileName}: ${error.message}`;
     throw error;
   }
-  return startImport(deps, conversations);
+  return keepImport(deps, conversations);
 }
 
-/** `/import` with saved memories pasted after it, one a line. */
-export async function importPastedText(deps: TelegramImportDeps, text: string): Promise<string> {
-  if (!text.trim())
-    return "Send me your ChatGPT data export (.zip) or a ChatGPT or Claude conversations.json as a file (up to 20 MB), or /import followed by your saved memories, one a line. Larger exports go through Settings in the web app (/login).";
+const HOW =
+  "Send me your ChatGPT data export (.zip) or a ChatGPT or Claude conversations.json as a file (up to 20 MB), or /import followed by your saved memories, one a line. Larger exports go through Settings in the web app (/login).";
+
+/**
+ * `/import …`: `go` starts the import the person was shown, `cancel` drops it (or stops one under way),
+ * nothing else after it is saved memories pasted (one a line), and `/import` alone says how an import
+ * stands ("Importing 412 conversations… 35 %") or how to begin one.
+ */
+export async function importCommand(deps: TelegramImportDeps, argument: string): Promise<string> {
+  const word = argument.trim().toLowerCase();
+  const latest = (await deps.db.withUser(deps.userId, (tx) => listImports(tx, 1)))[0];
+  const open = latest && (latest.state === "receiving" || latest.state === "running" || latest.state === "stopped") ? latest : null;
+  if (word === "go") {
+    if (!open || open.state === "running") return open ? progressLine(open) : `Nothing is waiting to be imported. ${HOW}`;
+    return startKept(deps, open);
+  }
+  if (word === "cancel") {
+    if (!open) return "No import is under way.";
+    await deps.db.withUser(deps.userId, (tx) => cancelImport(tx, open.id));
+    return "Cancelled: what was not read yet is dropped; what was read stays in your memory.";
+  }
+  if (!word) return open ? progressLine(open) : HOW;
   try {
-    return await startImport(deps, [readPasted(text)]);
+    return await keepImport(deps, [readPasted(argument)]);
   } catch (error) {
     if (error instanceof ImportFormatError) return error.message;
     throw error;
@@ -103,7 +131,23 @@ function readFile(name: string, bytes: Uint8Array): ImportedConversation[] {
   return readExportValue(value).conversations;
 }
 
-async function startImport(deps: TelegramImportDeps, conversations: ImportedConversation[]): Promise<string> {
+/** "Importing 412 conversations from ChatGPT… 35 % (12 memories and 3 facts so far)." */
+function progressLine(job: ImportProgress): string {
+  const what =
+    job.origin === "pasted"
+      ? "your saved memories"
+      : `${counted(job.received, "conversation", "conversations")} from ${ORIGIN[job.origin as keyof typeof ORIGIN] ?? job.origin}`;
+  const share = `${job.received > 0 ? Math.floor((job.done / job.received) * 100) : 0} %`;
+  const so = `${counted(job.memories, "memory", "memories")} and ${counted(job.facts, "fact", "facts")} so far`;
+  if (job.state === "receiving")
+    return `${what} ${job.received === 1 ? "is" : "are"} waiting: send /import go to start, or /import cancel.`;
+  if (job.state === "stopped")
+    return `Importing ${what} paused at ${share} (${so}): imports made the most model calls I make for them in a day. Send /import go tomorrow to go on.`;
+  return `Importing ${what}… ${share} (${so}).`;
+}
+
+/** Keeps the conversations as an import waiting to be started, and shows the person what it holds. */
+async function keepImport(deps: TelegramImportDeps, conversations: ImportedConversation[]): Promise<string> {
   const summary = summarize(conversations);
   if (summary.userMessages === 0) return "There is nothing of yours to import in it: no message you wrote.";
   const origin = conversations[0]!.origin;
@@ -113,16 +157,23 @@ async function startImport(deps: TelegramImportDeps, conversations: ImportedConv
     if (busy) return null;
     const created = await createImport(tx, userId, { origin, conversations: summary.conversations, from: summary.from, to: summary.to });
     for (let i = 0; i < conversations.length; i += 100) await receiveConversations(tx, userId, created.id, conversations.slice(i, i + 100));
-    await setImportState(tx, created.id, "running");
     return created;
   });
-  if (!made) return "Another import is under way: I'll tell you when it's done (or cancel it in Settings in the web app).";
-  if (!(await deps.start(made.id))) {
-    await deps.db.withUser(userId, (tx) => setImportState(tx, made.id, "receiving"));
-    return "I couldn't start the import just now. Send the file again in a minute.";
+  if (!made) return "Another import is under way: send /import to see how it stands, or /import cancel.";
+  if (origin === "pasted") return startKept(deps, { ...made, received: summary.conversations, userMessages: summary.userMessages });
+  const when = summary.from && summary.to ? `, from ${day(summary.from)} to ${day(summary.to)}` : "";
+  return `This holds ${counted(summary.conversations, "conversation", "conversations")} from ${ORIGIN[origin]}${when}, with ${counted(summary.userMessages, "message", "messages")} of yours: I read only those, about ${counted(summary.userMessages * 2, "model call", "model calls")}. Send /import go to start, or /import cancel.`;
+}
+
+/** Starts an import that waits; the reply says it began. */
+async function startKept(deps: TelegramImportDeps, job: ImportProgress): Promise<string> {
+  const { userId } = deps;
+  await deps.db.withUser(userId, (tx) => setImportState(tx, job.id, "running"));
+  if (!(await deps.start(job.id))) {
+    await deps.db.withUser(userId, (tx) => setImportState(tx, job.id, job.state === "stopped" ? "stopped" : "receiving"));
+    return "I couldn't start the import just now. Send /import go again in a minute.";
   }
-  if (origin === "pasted")
-    return `Importing ${counted(summary.userMessages, "saved memory", "saved memories")}. I'll tell you when it's done.`;
-  const when = summary.from && summary.to ? ` (${day(summary.from)} to ${day(summary.to)})` : "";
-  return `Importing ${counted(summary.conversations, "conversation", "conversations")} from ${ORIGIN[origin]}${when}: I read only what you wrote, ${counted(summary.userMessages, "message", "messages")}. I'll tell you when it's done.`;
+  if (job.origin === "pasted")
+    return `Importing ${counted(job.userMessages, "saved memory", "saved memories")}. I'll tell you when it's done.`;
+  return `Importing ${counted(job.received, "conversation", "conversations")} from ${ORIGIN[job.origin as keyof typeof ORIGIN] ?? job.origin}. I'll tell you when it's done; /import shows how far it is.`;
 }

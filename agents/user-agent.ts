@@ -39,7 +39,7 @@ import { telegramSenderFor, type TelegramSender } from "./integrations/telegram-
 import { createTracer, type Tracer } from "../platform/telemetry/tracer";
 import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
 import { type LocalEvent, planLocalRun, runLocally } from "./local-runs";
-import { importDepsOf, importDocument, importPastedText, type TelegramImportDeps } from "./telegram-import";
+import { importCommand, importDepsOf, importDocument, type TelegramImportDeps } from "./telegram-import";
 
 /** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
 const NAME_KEY = "__ps_name";
@@ -353,7 +353,7 @@ export class UserAgent extends AIChatAgent<Env> {
       userId: this.userId,
       appBaseUrl: this.#config.APP_BASE_URL,
       reset: () => this.reset(),
-      importPasted: (text) => importPastedText(this.#importDeps(), text),
+      importPasted: (text) => importCommand(this.#importDeps(), text),
     });
     return command ?? telegramTurnReply(this.#conversationHost(), item, signal);
   }

@@ -40,7 +40,7 @@ export const HELP = [
   "/reset — start a fresh conversation; your memories stay",
   "/login — a one-time link to the web app (valid 10 minutes)",
   "/export — everything I keep of you, as a JSON file",
-  "/import — bring your memory from ChatGPT or Claude: send their export as a file, or /import and your saved memories, one a line",
+  "/import — bring your memory from ChatGPT or Claude: send their export as a file (then /import go), or /import and your saved memories, one a line; /import alone shows how far it is",
   "/timezone [city or zone] — show or set your timezone, e.g. /timezone Berlin",
   "/reminders — your upcoming reminders, numbered · /cancel <number> — cancel one, e.g. /cancel 2",
   "Anything else you write goes to me directly.",

@@ -46,13 +46,24 @@ describe("imports sent to the bot", () => {
     const fileId = `export-${chatId}`;
     await putTelegramFile(fileId, zip);
     await sendMessage(chatId, document(fileId, "chatgpt-export.zip", zip.length, "application/zip"));
-    const [reply] = await waitForReplies(chatId, 1);
-    expect(reply).toContain("Importing 1 conversation from ChatGPT (3 May 2024 to 3 May 2024): I read only what you wrote, 1 message.");
+    const [preview] = await waitForReplies(chatId, 1);
+    // The first reply to a newcomer starts with the welcome.
+    expect(preview).toContain(
+      "This holds 1 conversation from ChatGPT, from 3 May 2024 to 3 May 2024, with 1 message of yours: I read only those, about 2 model calls. Send /import go to start, or /import cancel.",
+    );
+    await sendText(chatId, "/import");
+    expect((await waitForReplies(chatId, 2))[1]).toBe(
+      "1 conversation from ChatGPT is waiting: send /import go to start, or /import cancel.",
+    );
+    await sendText(chatId, "/import go");
+    expect((await waitForReplies(chatId, 3))[2]).toBe(
+      "Importing 1 conversation from ChatGPT. I'll tell you when it's done; /import shows how far it is.",
+    );
     const userId = await personOfChat(chatId);
     const importId = await latestImport(userId);
     await drive("memory-consolidate", { name: "memory/import.requested", id: `import-${importId}`, data: { userId, importId } });
-    const replies = await waitForReplies(chatId, 2);
-    expect(replies[1]).toBe(
+    const replies = await waitForReplies(chatId, 4);
+    expect(replies[3]).toBe(
       "Imported 1 conversation from ChatGPT: 1 memory and 0 facts added. Ask me about them, or see them with /memories.",
     );
     const books = (await testDatabase().withUser(userId, (tx) =>
@@ -61,14 +72,18 @@ describe("imports sent to the bot", () => {
     expect(books).toEqual([{ name: "Piranesi" }]);
   });
 
-  it("takes /import with pasted saved memories, and explains /import alone", async () => {
+  it("takes /import with pasted saved memories at once, explains /import alone, and cancels", async () => {
     const chatId = newChatId();
-    await sendText(chatId, "/import\n- I just finished reading Dune\n- I am vegetarian");
-    const [started] = await waitForReplies(chatId, 1);
-    expect(started).toContain("Importing 2 saved memories.");
     await sendText(chatId, "/import");
-    const replies = await waitForReplies(chatId, 2);
-    expect(replies[1]).toContain("Send me your ChatGPT data export (.zip) or a ChatGPT or Claude conversations.json as a file");
+    expect((await waitForReplies(chatId, 1))[0]).toContain(
+      "Send me your ChatGPT data export (.zip) or a ChatGPT or Claude conversations.json as a file",
+    );
+    await sendText(chatId, "/import\n- I just finished reading Dune\n- I am vegetarian");
+    expect((await waitForReplies(chatId, 2))[1]).toBe("Importing 2 saved memories. I'll tell you when it's done.");
+    await sendText(chatId, "/import");
+    expect((await waitForReplies(chatId, 3))[2]).toBe("Importing your saved memories… 0 % (0 memories and 0 facts so far).");
+    await sendText(chatId, "/import cancel");
+    expect((await waitForReplies(chatId, 4))[3]).toBe("Cancelled: what was not read yet is dropped; what was read stays in your memory.");
   });
 
   it("answers a cut-short conversations.json and a Soma export with why, and starts nothing", async () => {

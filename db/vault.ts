@@ -58,6 +58,27 @@ function sourceLabel(source: Source | undefined): string | null {
   return `${kind}, ${when}${text}`;
 }
 
+/** A memory's or fact's dates and where it came from, as the front matter writes them. */
+function datesAndSource(
+  row: {
+    toldAt?: string | undefined;
+    happenedAt?: string | null | undefined;
+    createdAt: string;
+    updatedAt: string;
+    sourceId: string | null;
+  },
+  sources: Map<string, Source>,
+) {
+  return {
+    told: row.toldAt ?? row.createdAt,
+    happened: row.happenedAt ?? null,
+    created: row.createdAt,
+    updated: row.updatedAt,
+    source: sourceLabel(sources.get(row.sourceId ?? "")),
+    source_id: row.sourceId,
+  };
+}
+
 function propertyLines(properties: Record<string, unknown>): string[] {
   return Object.entries(properties).map(([key, value]) => `- **${key}**: ${typeof value === "string" ? value : JSON.stringify(value)}`);
 }
@@ -124,12 +145,7 @@ export function renderVault(doc: Doc): Map<string, string> {
           type: e.type,
           name: e.name,
           status: e.status,
-          told: e.toldAt ?? e.createdAt,
-          happened: e.happenedAt ?? null,
-          created: e.createdAt,
-          updated: e.updatedAt,
-          source: sourceLabel(sources.get(e.sourceId ?? "")),
-          source_id: e.sourceId,
+          ...datesAndSource(e, sources),
           properties: e.properties,
           relations,
           tags: [`soma/${fileName(e.type).replaceAll(" ", "-")}`],
@@ -217,12 +233,7 @@ function factsNote(facts: Fact[], sources: Map<string, Source>): string {
         confidence: f.confidence,
         origin: f.origin ?? "extracted",
         superseded_by: f.supersededBy,
-        told: f.toldAt ?? f.createdAt,
-        happened: f.happenedAt ?? null,
-        created: f.createdAt,
-        updated: f.updatedAt,
-        source: sourceLabel(sources.get(f.sourceId ?? "")),
-        source_id: f.sourceId,
+        ...datesAndSource(f, sources),
       })),
     },
     body,

@@ -36,18 +36,8 @@ export interface ImportProgress {
   createdAt: string;
 }
 
-interface ImportPayload {
-  origin: string;
-  conversations: number;
-  received: number;
-  done: number;
-  from: string | null;
-  to: string | null;
-  userMessages: number;
-  memories: number;
-  facts: number;
-  calls: number;
-}
+/** What an import's `events` row keeps in its payload: its progress, without what the row itself holds. */
+type ImportPayload = Omit<ImportProgress, "id" | "state" | "createdAt">;
 
 function progressOf(row: { id: string; status: string; payload: unknown; createdAt: Date }): ImportProgress {
   const p = row.payload as ImportPayload;

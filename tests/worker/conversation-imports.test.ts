@@ -9,32 +9,16 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_IMPORT_MODEL_CALLS_PER_DAY } from "../../platform/config";
 import { readChatGpt, readClaude, type ImportedConversation } from "../../platform/conversation-imports";
+import { chatGptConversation } from "../setup/chatgpt-export";
 import { call, newPerson, sessionCookie, testDatabase } from "./helpers";
 import { drive } from "./workflow-drive";
 
 const T = 1714723200; // 2024-05-03T08:00:00Z
-const msg = (role: string, text: string, at: number) => ({
-  author: { role },
-  create_time: at,
-  content: { content_type: "text", parts: [text] },
-});
-
 const CHATGPT = readChatGpt([
-  {
-    title: "Trip ideas",
-    create_time: T,
-    conversation_id: "c0ffee00-0000-4000-8000-0000000000a1",
-    current_node: "a1",
-    mapping: {
-      u1: { id: "u1", parent: null, children: ["a1"], message: msg("user", "I just finished reading Piranesi by Susanna Clarke", T + 10) },
-      a1: {
-        id: "a1",
-        parent: "u1",
-        children: [],
-        message: msg("assistant", "You might like The Name of the Wind by Patrick Rothfuss", T + 20),
-      },
-    },
-  },
+  chatGptConversation("c0ffee00-0000-4000-8000-0000000000a1", "Trip ideas", T, [
+    ["user", "I just finished reading Piranesi by Susanna Clarke", T + 10],
+    ["assistant", "You might like The Name of the Wind by Patrick Rothfuss", T + 20],
+  ]),
 ]);
 
 const CLAUDE = readClaude([

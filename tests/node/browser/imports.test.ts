@@ -6,6 +6,7 @@
 import { strToU8, zipSync } from "fflate";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chatGptConversation } from "../../setup/chatgpt-export";
 import { fitsWidth, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
 
 let session: Session;
@@ -15,34 +16,14 @@ beforeAll(async () => {
 afterAll(() => session?.stop());
 
 const T = 1714723200; // 2024-05-03T08:00:00Z
-const msg = (role: string, text: string, at: number) => ({
-  author: { role },
-  create_time: at,
-  content: { content_type: "text", parts: [text] },
-});
 const CONVERSATIONS = [
-  {
-    title: "Trip ideas",
-    create_time: T,
-    conversation_id: "c0ffee00-0000-4000-8000-0000000000c1",
-    current_node: "a1",
-    mapping: {
-      u1: { id: "u1", parent: null, children: ["a1"], message: msg("user", "I just finished reading Piranesi by Susanna Clarke", T + 10) },
-      a1: {
-        id: "a1",
-        parent: "u1",
-        children: [],
-        message: msg("assistant", "You might like The Name of the Wind by Patrick Rothfuss", T + 20),
-      },
-    },
-  },
-  {
-    title: "Weekend",
-    create_time: T + 86_400 * 30,
-    conversation_id: "c0ffee00-0000-4000-8000-0000000000c2",
-    current_node: "u2",
-    mapping: { u2: { id: "u2", parent: null, children: [], message: msg("user", "What should I cook tonight?", T + 86_400 * 30) } },
-  },
+  chatGptConversation("c0ffee00-0000-4000-8000-0000000000c1", "Trip ideas", T, [
+    ["user", "I just finished reading Piranesi by Susanna Clarke", T + 10],
+    ["assistant", "You might like The Name of the Wind by Patrick Rothfuss", T + 20],
+  ]),
+  chatGptConversation("c0ffee00-0000-4000-8000-0000000000c2", "Weekend", T + 86_400 * 30, [
+    ["user", "What should I cook tonight?", T + 86_400 * 30],
+  ]),
 ];
 
 const EXPORT_ZIP = Buffer.from(

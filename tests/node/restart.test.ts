@@ -110,6 +110,41 @@ async function messagesInFlightAcross(stop: (service: Service) => Promise<unknow
   expect(await health(service.url)).toBe(200);
 }
 
+/**
+ * An import of pasted saved memories is being read (its model calls held at the stand-in) when every
+ * process of npm start is killed; npm start again over the same state: the import goes on by itself
+ * (the agent's local run, kept in its own storage), ends, and the person is told once.
+ */
+async function importAcrossKill(): Promise<void> {
+  const stateDir = tempDir("soma-restart-import-");
+  const port = await freePort();
+  const chatId = randomChatId();
+  let service = await launch({ stateDir, port, standIn: services.tap().url });
+  expect(await post(service, chatId, "/start")).toBe(200);
+  await waitFor(async () => (await sent(standIn, chatId)).length >= 1, 20_000, "the welcome");
+
+  const release = await hang(standIn, "chat");
+  const hungAt = Date.now();
+  expect(await post(service, chatId, "/import\n- I keep bees on the roof\n- I sing in a choir")).toBe(200);
+  await waitFor(() => services.tap().modelRequests("I keep bees on the roof", hungAt).length > 0, 30_000, "the import to reach the model");
+  expect((await sent(standIn, chatId)).at(-1)).toBe("Importing 2 saved memories. I'll tell you when it's done.");
+  await killEverything(service);
+  await release();
+
+  service = await launch({ stateDir, port, standIn: services.tap().url });
+  const told = async () => (await sent(standIn, chatId)).filter((text) => text.startsWith("Imported your pasted saved memories"));
+  await waitFor(async () => (await told()).length > 0, 120_000, "the import to end after npm start again").catch(async (error: Error) => {
+    throw new Error(`${error.message}; texts so far: ${JSON.stringify(await sent(standIn, chatId))}`);
+  });
+  expect(await post(service, chatId, "/import")).toBe(200);
+  await waitFor(async () => (await sent(standIn, chatId)).length >= 4, 30_000, "the answer to /import");
+  await sleep(3000); // a second notice would arrive by now
+  expect(await told()).toEqual([
+    "Imported your pasted saved memories: 0 memories and 0 facts added. Ask me about them, or see them with /memories.",
+  ]);
+  expect((await sent(standIn, chatId)).at(-1)).toContain("Send me your ChatGPT data export");
+}
+
 describe("npm start stopped with messages in flight, then started again over the same state", () => {
   it("every process killed with messages in flight: each answered exactly once after npm start again, and the next message too", async () => {
     await messagesInFlightAcross(killEverything, "kill -9 of every process");
@@ -119,6 +154,10 @@ describe("npm start stopped with messages in flight, then started again over the
     // interrupt() fails the test if any process of npm start survives Ctrl-C.
     await messagesInFlightAcross(interrupt, "Ctrl-C");
   }, 200_000);
+
+  it("every process killed while an import is being read: it goes on by itself after npm start again, and ends once", async () => {
+    await importAcrossKill();
+  }, 300_000);
 
   it("many agents with pending alarms woken at once do not bring the dev server down", async () => {
     statuses = [];

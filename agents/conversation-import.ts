@@ -10,7 +10,8 @@
 // Each message goes through the same extraction as a chat message — the memory_capture tool with the
 // model in use, then fact extraction — dated when it was said (told_at, and "last year" counted from
 // that day), with the message as its source ("From ChatGPT, «Trip ideas», 3 May 2024"). A message that
-// nothing came of leaves nothing behind. The model calls a person's imports may make in a day are capped
+// nothing came of leaves nothing behind; one the model refuses for good is skipped, while an outage
+// fails the step, to be tried again with nothing of it marked read. The model calls a person's imports may make in a day are capped
 // (the operator's bill): past IMPORT_MODEL_CALLS_PER_DAY (4,000 by default) an import stops, saying so, and can be started
 // again the next day.
 import { generateText, stepCountIs } from "ai";
@@ -28,6 +29,7 @@ import { recordSource } from "../db/repositories/memory";
 import { profileOf } from "../db/repositories/people";
 import { counted, type ImportedMessage } from "../platform/conversation-imports";
 import { zoneOrUtc } from "../platform/local-time";
+import { classifyFailure } from "../platform/faults";
 import { describeError, logJson } from "../platform/log";
 import { type ExtractedFact, extractFacts } from "./fact-extraction";
 import { recordClaims } from "./fact-recording";
@@ -115,14 +117,23 @@ async function askModel(
   return { memories, claims };
 }
 
-/** Runs `work` on every item, at most `limit` at a time, in any order; the outcomes in the items' order. */
+/**
+ * Runs `work` on every item, at most `limit` at a time; the outcomes in the items' order. The first
+ * failure rejects, and no item is started after it.
+ */
 async function pooled<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const outcomes: R[] = new Array(items.length);
   let next = 0;
+  let failed = false;
   const worker = async () => {
-    while (next < items.length) {
+    while (next < items.length && !failed) {
       const i = next++;
-      outcomes[i] = await work(items[i]!);
+      try {
+        outcomes[i] = await work(items[i]!);
+      } catch (error) {
+        failed = true;
+        throw error;
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
@@ -143,8 +154,11 @@ async function readConversations(
   const said: Said[] = conversations.flatMap((pending) =>
     pending.conversation.messages.flatMap((message, index) => (message.role === "user" ? [{ pending, index, message }] : [])),
   );
+  // An outage (the model or Postgres not answering) fails the step, for it to be tried again with
+  // nothing of it marked read; only a message the model refuses for good is skipped, and logged.
   const asked = await pooled(said, MODEL_CALLS_AT_ONCE, (one) =>
     askModel(deps, userId, zone, one).catch((error: unknown) => {
+      if (classifyFailure(error) === "transient") throw error;
       logJson("warn", {
         agent: userId,
         import: "a message could not be read",

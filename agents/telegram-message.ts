@@ -208,7 +208,7 @@ export function otherKindReply(kind: OtherKind): string {
     case "video":
       return "I can't watch videos yet. Send a photo, a voice note or a message instead.";
     case "document":
-      return "I can't read that kind of file, only photos and imports (a ChatGPT or Claude export). Paste the part that matters as text and I'll remember it.";
+      return "I can't read that file. I read photos, and ChatGPT or Claude exports (/import). Paste what matters as text and I'll remember it.";
     case "other":
       return "I can read text, listen to voice notes and look at photos — that one I can't read yet.";
   }

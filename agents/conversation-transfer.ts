@@ -18,6 +18,26 @@ type Session = ReturnType<Sessions["session"]>;
 const IMPORTED_PREFIX = "import:";
 
 /**
+ * Appends the importable messages of an export's conversation after the session's newest one, each once
+ * however often the file is imported; the messages it added.
+ */
+export async function appendImported(
+  session: Session,
+  file: readonly ImportMessage[],
+  exportedAt: string,
+  limit: number,
+): Promise<UIMessage[]> {
+  const present = new Set((await session.getHistory()).map((m) => m.id));
+  const incoming = importableMessages(file, present, exportedAt, limit);
+  let parentId = (await session.getLatestLeaf())?.id ?? null;
+  for (const { message, createdAt } of incoming) {
+    await session.importMessage(message, { parentId, createdAt });
+    parentId = message.id;
+  }
+  return incoming.map((m) => m.message);
+}
+
+/**
  * The whole stored conversation (every message, not only the loaded window), oldest first. `times`
  * reads each message's stored time (the history itself leaves it out); called once the history is read.
  */

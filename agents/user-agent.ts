@@ -4,8 +4,6 @@
 // update_id order, exactly once, across restarts and outages; a turn's own steps: agents/telegram-turn.ts),
 // the per-person rate limits (agents/rate-limit.ts), and in dev mode the deliveries no workflow engine took
 // (agents/local-runs.ts), each in its own SQLite. Memory lives in Postgres, reached through Database.withUser.
-// Longer than 450 lines: it is where the conversation, the inbox, the rate limits, imports sent to the bot
-// and local runs meet the Durable Object; each one's logic is a module of its own, and this file wires them.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel } from "ai";
@@ -23,7 +21,7 @@ import { extrasOf } from "./telegram-message";
 import { createEmbedder } from "./integrations/model/embeddings";
 import { userMessage } from "./transcript";
 import { ImportedConversation, type ExportMessage, type ImportMessage } from "../db/export-format";
-import { importableMessages, storedConversation } from "./conversation-transfer";
+import { appendImported, storedConversation } from "./conversation-transfer";
 import { deadLetters } from "./dead-letters";
 import { classifyFailure, type FailureKind } from "../platform/faults";
 import { deadLetterOf, Inbox, isTelegramMessageId, STUCK_AFTER_MS, telegramItem } from "./inbox";
@@ -265,22 +263,14 @@ export class UserAgent extends AIChatAgent<Env> {
     return storedConversation(this.sessions.session(), () => new Map(times().map((t) => [t.id, t.created_at])));
   }
 
-  /** Adds the words of an export's conversation after the one this agent has (agents/conversation-transfer.ts):
-   * marked as imported, each message once however often the file is imported. */
+  /** Adds the words of an export's conversation after this agent's, each once (agents/conversation-transfer.ts). */
   async importConversation(file: ImportMessage[], exportedAt: string): Promise<{ status: "ok"; added: number } | { status: "erased" }> {
     const messages = ImportedConversation.parse(file);
     if (await this.#erased()) return { status: "erased" };
-    const session = this.sessions.session();
-    const present = new Set((await session.getHistory()).map((m) => m.id));
-    const incoming = importableMessages(messages, present, exportedAt, this.maxPersistedMessages);
-    let parentId = (await session.getLatestLeaf())?.id ?? null;
-    for (const { message, createdAt } of incoming) {
-      await session.importMessage(message, { parentId, createdAt });
-      parentId = message.id;
-    }
+    const incoming = await appendImported(this.sessions.session(), messages, exportedAt, this.maxPersistedMessages);
     if (incoming.length > 0) {
       // An import is not a change the SDK mirrors into `messages`: add them, and tell open clients.
-      this.messages = [...this.messages, ...incoming.map((m) => m.message)];
+      this.messages = [...this.messages, ...incoming];
       this.broadcast(JSON.stringify({ type: "cf_agent_chat_messages", messages: this.messages }));
     }
     return { status: "ok", added: incoming.length };

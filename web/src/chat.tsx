@@ -6,6 +6,7 @@ import { useAgentChat } from "@cloudflare/ai-chat/react";
 import type { FileUIPart, UIMessage } from "ai";
 import { useAgent } from "agents/react";
 import { type ComponentType, lazy, type ReactNode, Suspense, useEffect, useRef, useState } from "react";
+import { AwayNotice } from "./away";
 import { Composer } from "./composer";
 import { activityOf, bodyTextOf, channelKindOf, type Mark, type MessageMetadata, marksOf } from "./chat-parts";
 import { channelName, formatFull, formatWhen } from "./format";
@@ -173,6 +174,7 @@ export function ChatPage({ timeZone, examples }: { timeZone: string; examples: r
           </button>
         </div>
       )}
+      <AwayNotice timeZone={timeZone} />
       <div className="messages" role="log" aria-label="Conversation" aria-live="polite">
         {messages.length === 0 && (
           <div className="empty">

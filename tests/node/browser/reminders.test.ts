@@ -1,7 +1,7 @@
 // Guards the Reminders page as a person uses it, in Debian's Chromium against `npm start`: upcoming and
 // past reminders with their status, in the person's timezone (not the browser's); cancelling after a
 // confirmation; a reminder already being sent refused with the server's words; loading, empty and error
-// states — found by visible text and accessible names, photographed at 375 and 1280 px.
+// states; reminders that reached no channel at the top of the chat ('while you were away') — found by visible text and accessible names, photographed at 375 and 1280 px.
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asOwner, checkLoadStates, fitsWidth, PHONE, screenshots, signedInPage, startSession, type Session } from "./harness";
@@ -162,5 +162,40 @@ describe("the Reminders page", () => {
       shot: "reminders",
       ready: async () => (await texts(page, "Past")).includes("water the plants"),
     });
+  });
+
+  it("shows reminders that reached no channel at the top of the chat, 'while you were away', until dismissed", async () => {
+    const hoursAgo = (h: number) => new Date(Date.now() - h * 3600_000).toISOString();
+    await asOwner(session, async (sql) => {
+      for (const [text, at] of [
+        ["pick up the parcel", hoursAgo(2)],
+        ["call the bank", hoursAgo(30)],
+        ["old news", hoursAgo(24 * 9)],
+      ] as const) {
+        await sql`insert into events (user_id, kind, occurred_at, payload, status) values (${userId}, 'reminder', ${at}::timestamptz, ${sql.json({ text })}, 'undeliverable')`;
+      }
+    });
+    await page.getByRole("link", { name: "Chat" }).click();
+    const away = page.getByRole("region", { name: "While you were away" });
+    await expect.poll(() => away.count(), { timeout: 10_000 }).toBe(1);
+    // The last week's, oldest first; the dentist (months ago) and a nine-day-old one are on the Reminders page only.
+    expect(await away.getByRole("list", { name: "Missed reminders" }).locator(".reminder-text").allInnerTexts()).toEqual([
+      "call the bank",
+      "pick up the parcel",
+    ]);
+    expect(await away.getByRole("link", { name: "Turn on notifications or link Telegram" }).getAttribute("href")).toBe("/app/settings");
+    await page.setViewportSize(PHONE);
+    expect(await fitsWidth(page)).toBe(true);
+    await screenshots(page, "chat-while-away");
+    await away.getByRole("button", { name: "Dismiss" }).focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => away.count()).toBe(0);
+    await page.reload();
+    await expect.poll(() => page.getByRole("log", { name: "Conversation" }).count(), { timeout: 10_000 }).toBe(1);
+    await page.getByRole("link", { name: "Reminders" }).click();
+    await expect.poll(() => texts(page, "Past"), { timeout: 10_000 }).toContain("pick up the parcel");
+    await page.getByRole("link", { name: "Chat" }).click();
+    await expect.poll(() => page.getByRole("log", { name: "Conversation" }).count(), { timeout: 10_000 }).toBe(1);
+    expect(await away.count()).toBe(0);
   });
 });

@@ -158,6 +158,23 @@ async function main() {
         answers.push(await db.withUser(userId, (tx) => recallMemory(tx, userId, q)));
         ms.push(performance.now() - t0);
       }
+      // BENCH_PROFILE=1: where a recall's time goes — its transaction alone (settings and commit), and
+      // each of its two statements alone in one — p50 of the same questions.
+      const profile: Record<string, number> = {};
+      if (process.env.BENCH_PROFILE) {
+        const p50 = async (work: (tx: Tx, q: RecallQuery) => Promise<unknown>) => {
+          const times: number[] = [];
+          for (const q of questions) {
+            const t0 = performance.now();
+            await db.withUser(userId, (tx) => work(tx, q));
+            times.push(performance.now() - t0);
+          }
+          return round(percentile(times, 50), 2);
+        };
+        profile["txn p50"] = await p50((tx) => tx.execute(sql`select 1`));
+        profile["entities p50"] = await p50((tx, q) => tx.execute(recallSql(userId, q)));
+        if (kind !== "type list") profile["facts p50"] = await p50((tx, q) => tx.execute(recallFactsSql(userId, q)));
+      }
       // Afterwards, not between them: an exhaustive search reads every embedding of the scope and would
       // leave the caches cold for the next timed question.
       const recalls: number[] = [];
@@ -178,6 +195,7 @@ async function main() {
         "recall@20": round(recalls.reduce((a, b) => a + b, 0) / recalls.length, 4),
         "worst recall@20": round(Math.min(...recalls), 2),
         "came back short": short,
+        ...profile,
       };
       rows.push(row);
       results.push(row);

@@ -234,7 +234,9 @@ export const entities = pgTable(
     // window filtered by type (7,000 rows read and dropped for a month at 100k).
     index("entities_user_type_recall_at_idx").on(t.userId, t.type, t.recallAt),
     // A name that is the question itself ("The Name of the Rose"): found whatever its rank among
-    // hundreds of names with the same words (db/repositories/recall.ts).
+    // hundreds of names with the same words (db/repositories/recall.ts). It also carries (INCLUDE,
+    // migration 0019) status, type and id: where `@@` cannot use the GIN index under row-level security
+    // (no LEAKPROOF), the names holding a question's words are found in it alone.
     index("entities_user_search_name_idx").on(t.userId, t.searchName),
   ],
 );

@@ -4,7 +4,7 @@
 // accents folded) so "cien anos" finds "Cien años" and "VERWANDLUNG" finds "Die Verwandlung"; the
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
 import {
@@ -215,10 +215,26 @@ export function recallSql(userId: string, query: RecallQuery) {
   // the question itself comes first, whatever its words. Ties go to the newest, then the id, so that the
   // ranking is the same whichever plan computes it.
   const tsQuery = nameTerms.join(" & ");
+  // Where row-level security keeps `@@` from the GIN index (not LEAKPROOF: a managed database's
+  // owner-only setup), it was checked on every one of the person's rows, read from the table (104 ms
+  // at 100k). There the rows that can match are found first in the person's covering index (migration
+  // 0019), whose names and types hold every lexeme of the tsvector as a substring (its words and their
+  // beginnings, all lowercase like the name), and only those are read and matched.
+  const lexemes = nameTerms.map((t) => t.replace(/:A$/, ""));
+  const namesHoldingAll = sql.join(
+    lexemes.map((w) => sql`(strpos(search_name, ${w}) > 0 or strpos(type, ${w}) > 0)`),
+    sql` and `,
+  );
+  const ftIndexed = sql`(select proleakproof from pg_proc where oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure)`;
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (
             select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
-            from entities where ${scope} and search @@ to_tsquery('simple', ${tsQuery})
+            from entities where ${scope} and ${ftIndexed} and search @@ to_tsquery('simple', ${tsQuery})
+            union all
+            select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
+            from entities where ${scope} and not ${ftIndexed}
+              and id = any(array(select id from entities where ${scope} and ${namesHoldingAll}))
+              and search @@ to_tsquery('simple', ${tsQuery})
             union all
             select id, search_name, ${WHEN}, 1::real from entities
             where ${scope} and search_name = ${key} and not search @@ to_tsquery('simple', ${tsQuery})
@@ -232,16 +248,25 @@ export function recallSql(userId: string, query: RecallQuery) {
   // name of the person sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
   // (the window's list and its nearest by meaning stand). A typed question already lists every
   // entity of the type, so it never needs the fallback.
+  // Where row-level security keeps `%` from the trigram index (a database whose setup could not mark
+  // it LEAKPROOF, db/sql/0400_planner.sql: a managed one's owner-only setup), the person's names are
+  // compared the way a window's are, and not at all when they are many: otherwise every one of 100k
+  // names got a similarity (417 ms of a question about facts, which names no memory). The exhaustive
+  // reference always compares them all.
   const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;
+  const fewNames = sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
+  const inScopeRows = (when: SQL) => sql`union
+          select id, similarity(search_name, ${phrase}) as sim from scope_rows
+          where ${when} and search_name % ${phrase} and ${unmatched}`;
+  const indexed = sql`(select proleakproof from pg_proc where oid = 'similarity_op(text, text)'::regprocedure)`;
   const fallback = query.type
     ? sql``
     : bounded
-      ? sql`union
-          select id, similarity(search_name, ${phrase}) as sim from scope_rows
-          where (select rows from scope_size) <= ${FALLBACK_ROWS} and search_name % ${phrase} and ${unmatched}`
-      : sql`union
+      ? inScopeRows(fewNames)
+      : sql`${query.exhaustive ? sql`` : inScopeRows(sql`not ${indexed} and ${fewNames}`)}
+          union
           select id, similarity(search_name, ${phrase}) as sim from entities
-          where ${scope} and search_name % ${phrase} and ${unmatched}`;
+          where ${scope} ${query.exhaustive ? sql`` : sql`and ${indexed}`} and search_name % ${phrase} and ${unmatched}`;
   // Equally similar names share a rank: fifty names holding the same words are as similar to them,
   // and ordering them by id gave each a random share of the fused score (the newest of them could fall
   // behind older ones: recall-exact test 5).

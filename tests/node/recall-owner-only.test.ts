@@ -1,0 +1,164 @@
+// Guards recall where the database's setup could not mark full-text and trigram matching LEAKPROOF (a
+// managed database's owner: db/sql/0400_planner.sql needs a superuser). Row-level security then keeps
+// `@@` and `%` out of their indexes, and recall finds a name's words through the person's covering
+// index instead (migration 0019) and compares misspelled names only when the person holds few: the
+// answers must be the very ones the superuser's setup gives, and the plan must never check `@@` on
+// every row of the person or compare every name. On the embedded Postgres, as the runtime role.
+import { sql as sqlTag } from "drizzle-orm";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Database } from "../../db/database";
+import { createPerson } from "../../db/repositories/auth";
+import { type RecallQuery, recallMemory, recallSql } from "../../db/repositories/recall";
+import { EMBEDDING_DIMENSIONS } from "../../db/schema";
+import { normalizeName } from "../../db/search-key";
+import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
+import { type EmbeddedPostgres, startEmbeddedPostgres } from "../../ops/embedded-postgres";
+import { mulberry32 } from "../seeded-random";
+
+let database: EmbeddedPostgres;
+let owner: postgres.Sql;
+let db: Database;
+let userId: string;
+
+const random = mulberry32(28);
+const vector = () => Array.from({ length: EMBEDDING_DIMENSIONS }, () => random() - 0.5);
+const literal = (v: number[]) => `[${v.join(",")}]`;
+
+/** Names sharing common words, accents, another script, a word only a type holds. */
+const NAMED: Array<[string, string]> = [
+  ["book", "The Name of the Rose"],
+  ["book", "Cien años de soledad"],
+  ["book", "Преступление и наказание Достоевского"],
+  ["movie", "Solaris"],
+  ["place", "Rose Garden Café"],
+  ["project", "Garden shed"],
+  ["note", "sci-fi reading list"],
+];
+
+beforeAll(async () => {
+  database = await startEmbeddedPostgres();
+  const worker = { role: "soma_worker", password: "recall-owner-only-test" };
+  await setupDatabase(database.url, () => {}, { worker });
+  owner = postgres(database.url, { max: 1, onnotice: () => {} });
+  db = new Database(workerDatabaseUrl(database.url, worker), { max: 1 });
+  userId = (await createPerson(db, { displayName: "owner-only" })).id;
+  // Three hundred memories whose names share "name", "rose", "garden" and "the" with the ones above.
+  const rows: Array<[string, string]> = [...NAMED];
+  for (let i = 0; i < 300; i++) rows.push([i % 2 ? "note" : "book", `The ${["name", "rose", "garden", "river"][i % 4]} ${i}`]);
+  await db.withUser(userId, async (tx) => {
+    for (const [type, name] of rows) {
+      await tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name, embedding)
+        values (${userId}, ${type}, ${name}, ${normalizeName(name)}, ${literal(vector())}::vector)`);
+    }
+  });
+  await owner`vacuum (analyze) entities`;
+}, 120_000);
+afterAll(async () => {
+  await db.close();
+  await owner.end({ timeout: 1 });
+  await database.stop();
+});
+
+const QUESTIONS: RecallQuery[] = [
+  "The Name of the Rose",
+  "name rose",
+  "cien anos",
+  "достоевский",
+  "movie",
+  "garden",
+  "sci-fi",
+  "Solaaris",
+  "what do I cook on sundays?",
+].map((query) => ({ query, limit: 20, embedding: vector() }));
+
+const answers = () =>
+  Promise.all(
+    QUESTIONS.map((q) =>
+      db.withUser(userId, async (tx) =>
+        (await recallMemory(tx, userId, q)).map((r) => (r.kind === "entity" ? r.entity.name : r.fact.statement)),
+      ),
+    ),
+  );
+
+interface PlanNode {
+  /** The operator's line: "Index Only Scan using … (actual …)" or "… (never executed)". */
+  head: string;
+  /** Its detail lines: Index Cond, Filter, Rows Removed by Filter… */
+  detail: string[];
+}
+
+/**
+ * The nodes of an EXPLAIN ANALYZE of the entity statement that ran. Sequential scans are off: at three
+ * hundred rows the planner reads the table whole, where at a person's real size it takes the indexes.
+ */
+async function executedNodes(query: RecallQuery): Promise<PlanNode[]> {
+  const lines = await db.withUser(userId, async (tx) => {
+    await tx.execute(sqlTag`select set_config('enable_seqscan', 'off', true)`);
+    return (await tx.execute(sqlTag`explain (analyze, costs off) ${recallSql(userId, query)}`)) as unknown as Array<{
+      "QUERY PLAN": string;
+    }>;
+  });
+  const nodes: PlanNode[] = [];
+  for (const { "QUERY PLAN": line } of lines) {
+    if (/\((actual|never executed)/.test(line)) nodes.push({ head: line.trim(), detail: [] });
+    else nodes.at(-1)?.detail.push(line.trim());
+  }
+  return nodes.filter((n) => !n.head.includes("never executed"));
+}
+const filtering = (nodes: PlanNode[], what: string) =>
+  nodes.filter((n) => n.detail.some((d) => d.startsWith("Filter:") && d.includes(what)));
+const removed = (node: PlanNode) => Number(/Rows Removed by Filter: (\d+)/.exec(node.detail.join("\n"))?.[1] ?? 0);
+
+describe("recall without LEAKPROOF matching (a managed database's owner-only setup)", () => {
+  let superuser: string[][];
+
+  it("answers as the superuser's setup does", async () => {
+    superuser = await answers();
+    // The questions find what they name: the guard of the comparison below.
+    expect(superuser[0]![0]).toBe("The Name of the Rose");
+    expect(superuser[2]![0]).toBe("Cien años de soledad");
+    expect(superuser[3]![0]).toBe("Преступление и наказание Достоевского");
+    expect(superuser[4]).toContain("Solaris");
+    expect(superuser[6]![0]).toBe("sci-fi reading list");
+    expect(superuser[7]![0]).toBe("Solaris");
+
+    await owner.unsafe(`alter function similarity_op(text, text) not leakproof;
+      alter function word_similarity_op(text, text) not leakproof;
+      alter function ts_match_vq(tsvector, tsquery) not leakproof`);
+    expect(await answers()).toEqual(superuser);
+  });
+
+  it("finds a name's words through the person's covering index and matches only the rows holding them", async () => {
+    const nodes = await executedNodes(QUESTIONS[1]!);
+    const candidates = filtering(nodes, "strpos(");
+    expect(candidates.length).toBeGreaterThan(0);
+    // Found before `@@` is checked: at a person's real size, index-only (bench:recall's plans).
+    for (const node of candidates) expect(node.detail.join(" ")).not.toContain("search @@");
+    // `@@` is checked on the one candidate read by id, never on the person's three hundred rows.
+    const matched = filtering(nodes, "search @@");
+    expect(matched.length).toBeGreaterThan(0);
+    for (const node of matched) expect(removed(node)).toBeLessThanOrEqual(1);
+  });
+
+  it("compares a misspelled name with every name only for a person holding few", async () => {
+    // A scope taken as large (scopeRows): no name is compared (its scope_rows are empty); the vector
+    // and full-text lists stand.
+    for (const node of filtering(await executedNodes({ ...QUESTIONS[8]!, scopeRows: 10 }), "search_name %")) {
+      expect(node.head).toMatch(/CTE Scan on scope_rows \(actual [^)]*rows=0(\.0+)? /);
+    }
+    // A person holding few: their names are compared from the scope's own rows, not the table.
+    const compared = filtering(await executedNodes(QUESTIONS[8]!), "search_name %");
+    expect(compared.map((n) => n.head)).toEqual([expect.stringContaining("CTE Scan on scope_rows")]);
+  });
+
+  it("answers as before once the setup marks matching LEAKPROOF again", async () => {
+    await owner.unsafe(`alter function similarity_op(text, text) leakproof;
+      alter function word_similarity_op(text, text) leakproof;
+      alter function ts_match_vq(tsvector, tsquery) leakproof`);
+    expect(await answers()).toEqual(superuser);
+    expect((await executedNodes(QUESTIONS[1]!)).map((n) => n.head)).toContainEqual(
+      expect.stringContaining("Bitmap Index Scan on entities_user_search_gin"),
+    );
+  });
+});

@@ -5,7 +5,7 @@
 //                  McpServer, the person's budget spent in their agent, the local embedder, recall
 //                  under RLS, the email fence, JSON) → the answer, measured at the client
 //   memory_recall  the agent's tool path without the model: the local embedder + Database.withUser +
-//                  recallMemory against the same Postgres, in this process
+//                  recall against the same Postgres, in this process
 // The app gets its token the way a person grants it: dynamic registration, the consent page (signed in
 // with a session made for the bench), Allow, the code exchanged with PKCE. The person's search budget
 // is 60 a minute (agents/rate-limit.ts), shared by every door: the HTTP queries run in rounds of 55 with
@@ -18,7 +18,7 @@ import postgres from "postgres";
 import { localEmbedder } from "../agents/integrations/model/embeddings";
 import { Database } from "../db/database";
 import { createPerson, createSession } from "../db/repositories/auth";
-import { normalizeName, recallMemory } from "../db/repositories/memory";
+import { normalizeName, recall } from "../db/repositories/memory";
 import { start } from "../ops/start";
 import { freePort } from "../tests/node/helpers";
 import { markdownTable, mcpAccessToken, summary, writeResults } from "./support";
@@ -84,7 +84,7 @@ async function main() {
     for (let q = 0; q < 5; q++) {
       await client.callTool({ name: "search_memory", arguments: query(q) });
       const embedding = (await localEmbedder.embed([query(q).query]))[0] ?? null;
-      await db.withUser(person.id, (tx) => recallMemory(tx, person.id, { ...query(q), limit: 10, embedding }));
+      await recall(db, person.id, { ...query(q), limit: 10, embedding });
     }
     const http: number[] = [];
     const agent: number[] = [];
@@ -101,13 +101,13 @@ async function main() {
       if (result.isError) refused++;
       const t1 = performance.now();
       const embedding = (await localEmbedder.embed([asked.query]))[0] ?? null;
-      await db.withUser(person.id, (tx) => recallMemory(tx, person.id, { ...asked, limit: 10, embedding }));
+      await recall(db, person.id, { ...asked, limit: 10, embedding });
       agent.push(performance.now() - t1);
     }
     await client.close();
     const rows = [
       ["search_memory over HTTP (MCP client → /mcp)", ...Object.values(summary(http))],
-      ["memory_recall's path (embed + withUser + recallMemory)", ...Object.values(summary(agent))],
+      ["memory_recall's path (embed + recall)", ...Object.values(summary(agent))],
     ];
     writeResults(
       "mcp",

@@ -9,7 +9,7 @@
 // For the 100k and the 10k person, BENCH_SAMPLES (300) questions of each kind — free words, an exact
 // name, a misspelled name, a type list, a week, a month and a year (each with words or a name), and a
 // question about their facts — run as the tool runs them: Database.withUser (the runtime role under
-// row-level security, its transaction and settings) and recallMemory, limit 20. Each time is the
+// row-level security, its transactions and settings) and recall (as the tools call it), limit 20. Each time is the
 // database's part of a recall (the question's embedding is a model call, not measured here).
 // Exactness: for BENCH_EXACT_SAMPLES (100) questions of each kind the same recall runs exhaustively
 // (RecallQuery.exhaustive: every row's real distance, every full-text match ranked; the same retrievers
@@ -27,7 +27,7 @@ import { sql } from "drizzle-orm";
 import postgres from "postgres";
 import { Database, type Tx } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
-import { normalizeName, recallMemory, recallSql, type RecallResult } from "../db/repositories/memory";
+import { normalizeName, recall, recallSql, type RecallResult } from "../db/repositories/memory";
 import { recallFactsSql, type RecallQuery } from "../db/repositories/recall";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
@@ -150,30 +150,30 @@ async function main() {
     const size = meta.sizes[target]!;
     for (const kind of KINDS.filter((k) => !process.env.BENCH_KINDS || process.env.BENCH_KINDS.split(",").includes(k))) {
       const questions = Array.from({ length: SAMPLES }, (_, n) => question(kind, n, target, size, base));
-      for (const q of questions.slice(0, 10)) await db.withUser(userId, (tx) => recallMemory(tx, userId, q)); // warm-up
+      for (const q of questions.slice(0, 10)) await recall(db, userId, q); // warm-up
       const ms: number[] = [];
       const answers: RecallResult[][] = [];
       for (const q of questions) {
         const t0 = performance.now();
-        answers.push(await db.withUser(userId, (tx) => recallMemory(tx, userId, q)));
+        answers.push(await recall(db, userId, q));
         ms.push(performance.now() - t0);
       }
       // BENCH_PROFILE=1: where a recall's time goes — its transaction alone (settings and commit), and
-      // each of its two statements alone in one — p50 of the same questions.
-      const profile: Record<string, number> = {};
+      // each of its two statements alone in one — p50 / p95 of the same questions.
+      const profile: Record<string, string> = {};
       if (process.env.BENCH_PROFILE) {
-        const p50 = async (work: (tx: Tx, q: RecallQuery) => Promise<unknown>) => {
+        const timed = async (work: (tx: Tx, q: RecallQuery) => Promise<unknown>) => {
           const times: number[] = [];
           for (const q of questions) {
             const t0 = performance.now();
             await db.withUser(userId, (tx) => work(tx, q));
             times.push(performance.now() - t0);
           }
-          return round(percentile(times, 50), 2);
+          return `${round(percentile(times, 50), 2)} / ${round(percentile(times, 95), 2)}`;
         };
-        profile["txn p50"] = await p50((tx) => tx.execute(sql`select 1`));
-        profile["entities p50"] = await p50((tx, q) => tx.execute(recallSql(userId, q)));
-        if (kind !== "type list") profile["facts p50"] = await p50((tx, q) => tx.execute(recallFactsSql(userId, q)));
+        profile["txn p50/p95"] = await timed((tx) => tx.execute(sql`select 1`));
+        profile["entities p50/p95"] = await timed((tx, q) => tx.execute(recallSql(userId, q)));
+        if (kind !== "type list") profile["facts p50/p95"] = await timed((tx, q) => tx.execute(recallFactsSql(userId, q)));
       }
       // Afterwards, not between them: an exhaustive search reads every embedding of the scope and would
       // leave the caches cold for the next timed question.
@@ -181,7 +181,7 @@ async function main() {
       let short = 0;
       for (const [n, q] of questions.slice(0, EXACT_SAMPLES).entries()) {
         const fast = answers[n]!;
-        const exact = await db.withUser(userId, (tx) => recallMemory(tx, userId, { ...q, exhaustive: true }));
+        const exact = await recall(db, userId, { ...q, exhaustive: true });
         const got = new Set(fast.map(idOf));
         recalls.push(exact.length ? exact.filter((r) => got.has(idOf(r))).length / exact.length : 1);
         if (fast.length < exact.length) short++;
@@ -282,13 +282,13 @@ function question(kind: Kind, n: number, target: number, size: number, base: num
   }
 }
 
-/** EXPLAIN (ANALYZE, BUFFERS) of the statements recallMemory runs for `q`, planned as it plans them. */
+/** EXPLAIN (ANALYZE, BUFFERS) of the statements recall runs for `q`, planned as it plans them. */
 async function explain(db: Database, userId: string, q: RecallQuery): Promise<string> {
   const statements = [["entities", recallSql(userId, q)] as const, ...(q.type ? [] : [["facts", recallFactsSql(userId, q)] as const])];
   let out = `question: ${JSON.stringify({ query: q.query, type: q.type, since: q.since, before: q.before })}\n`;
   for (const [name, statement] of statements) {
     const lines = await db.withUser(userId, async (tx: Tx) => {
-      // As recallMemory runs a bounded question (db/repositories/recall.ts, withRecallPlans).
+      // As recall runs a bounded question (db/repositories/recall.ts).
       if (q.since || q.before) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
       return (await tx.execute(sql`explain (analyze, buffers) ${statement}`)) as unknown as Array<{ "QUERY PLAN": string }>;
     });

@@ -11,20 +11,15 @@
 // and drops that of a person who now holds fewer than half as many, or no longer exists. Idempotent.
 // Row-level security binds the owner too (FORCE), so each person's rows are counted as that person.
 import postgres from "postgres";
-import { SCOPE_ROWS } from "../db/repositories/recall";
+import { PERSON_INDEX_PREFIX as PREFIX, personIndexName, SCOPE_ROWS } from "../db/repositories/recall";
 import { runMain, UsageError } from "./cli";
 
-const PREFIX = "entities_hnsw_person_";
+export { personIndexName };
 
 export interface PersonIndexChange {
   userId: string;
   memories: number;
   change: "created" | "dropped";
-}
-
-/** The index name of `userId`'s graph: the prefix and the id's 32 hex digits (53 characters). */
-export function personIndexName(userId: string): string {
-  return `${PREFIX}${userId.replaceAll("-", "").toLowerCase()}`;
 }
 
 /**

@@ -26,7 +26,7 @@ export interface CaptureInput {
 }
 
 export { nameKeyFits, normalizeName } from "../search-key";
-export { recallEntities, recallMemory, recallSql, type RecallResult, type RecalledEntity } from "./recall";
+export { recall, recallEntities, recallMemory, recallSql, type RecallResult, type RecalledEntity } from "./recall";
 
 /** Records where something came from; the same (kind, external id) twice is one row. */
 export async function recordSource(tx: Tx, userId: string, ref: SourceRef): Promise<string> {

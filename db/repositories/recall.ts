@@ -5,7 +5,7 @@
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").
 import { type SQL, sql } from "drizzle-orm";
-import { sqlRows, type Tx } from "../database";
+import { type Database, sqlRows, type Tx } from "../database";
 import { foldForSearch, normalizeName } from "../search-key";
 import {
   type FactRow,
@@ -75,6 +75,14 @@ const CONFIDENCE_WEIGHT = 0.002;
  * other people's rows took 70-80 ms for a 10k person or a month at 100k, and missed neighbourhoods.
  */
 export const SCOPE_ROWS = 10_000;
+/** The vector index of one person's own rows (ops/person-indexes.ts makes and drops them). */
+export const PERSON_INDEX_PREFIX = "entities_hnsw_person_";
+
+/** The index name of `userId`'s graph: the prefix and the id's 32 hex digits (53 characters). */
+export function personIndexName(userId: string): string {
+  return `${PERSON_INDEX_PREFIX}${userId.replaceAll("-", "").toLowerCase()}`;
+}
+
 /** A window's names compared with a misspelled one only up to this many (a similarity each). */
 const FALLBACK_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
@@ -105,6 +113,27 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
     query.type ? Promise.resolve([]) : recallFacts(tx, userId, query),
   ]);
   if (bounded) await tx.execute(sql`set local enable_sort to default`);
+  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
+}
+
+/**
+ * recallMemory for the tools (memory_recall, MCP's search_memory): the entity and the fact statement in
+ * two transactions at once, on two connections, so that a recall takes as long as the longer of them
+ * rather than both (the server runs one connection's statements one after another: 5–7 ms of facts
+ * after 11–17 ms of entities at 100k memories, bench:recall's profile). Each transaction is the
+ * person's own (row-level security), and both only read: no snapshot they could disagree on matters
+ * more than a memory told meanwhile.
+ */
+export async function recall(db: Database, userId: string, query: RecallQuery): Promise<RecallResult[]> {
+  const bounded = query.since !== undefined || query.before !== undefined;
+  const [entities, facts] = await Promise.all([
+    db.withUser(userId, async (tx) => {
+      // As in recallMemory; the setting ends with this transaction.
+      if (bounded) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+      return recallEntities(tx, userId, query);
+    }),
+    query.type ? [] : db.withUser(userId, (tx) => recallFacts(tx, userId, query)),
+  ]);
   return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
 }
 
@@ -183,7 +212,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   // A small scope's sketches and names, read in the order of the person's own index (of the type or the
   // person, by when), which holds them (migration 0018): an index-only scan, never the table or other
   // people's rows. A large scope's are never read.
-  const scopeRows = sql`select id, search_name, sketch from entities where ${scope} and (select small from scope_size)
+  const scopeRows = (columns: SQL) => sql`select ${columns} from entities where ${scope} and (select small from scope_size)
     order by ${WHEN} desc limit ${scopeLimit + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
@@ -191,7 +220,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
   const smallScopeNearest = vector
     ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
-          from (select id from scope_rows
+          from (select id from (${scopeRows(sql`id, sketch`)}) s
                 order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
           join entities e on e.id = c.id`
     : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
@@ -248,11 +277,13 @@ export function recallSql(userId: string, query: RecallQuery) {
   // name of the person sharing the question's trigrams, 100 ms for "that week" at 100k) and not at all when they are many
   // (the window's list and its nearest by meaning stand). A typed question already lists every
   // entity of the type, so it never needs the fallback.
-  // Where row-level security keeps `%` from the trigram index (a database whose setup could not mark
-  // it LEAKPROOF, db/sql/0400_planner.sql: a managed one's owner-only setup), the person's names are
-  // compared the way a window's are, and not at all when they are many: otherwise every one of 100k
-  // names got a similarity (417 ms of a question about facts, which names no memory). The exhaustive
-  // reference always compares them all.
+  // A person holding more than SCOPE_ROWS is never searched this way: the trigram index's bitmap of
+  // common trigrams ("ins", "lin") among 100k names took up to 50 ms of a question about facts, which
+  // names no memory, and their misspelled names are found by meaning and re-ranked (recall@20 0.99 at
+  // 100k either way, bench:recall). Where row-level security keeps `%` from the index altogether (a
+  // database whose setup could not mark it LEAKPROOF, db/sql/0400_planner.sql: a managed one's
+  // owner-only setup), names are compared the way a window's are, only when they are few: otherwise
+  // every one got a similarity (417 ms at 100k). The exhaustive reference always compares them all.
   const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;
   const fewNames = sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
   const inScopeRows = (when: SQL) => sql`union
@@ -266,7 +297,8 @@ export function recallSql(userId: string, query: RecallQuery) {
       : sql`${query.exhaustive ? sql`` : inScopeRows(sql`not ${indexed} and ${fewNames}`)}
           union
           select id, similarity(search_name, ${phrase}) as sim from entities
-          where ${scope} ${query.exhaustive ? sql`` : sql`and ${indexed}`} and search_name % ${phrase} and ${unmatched}`;
+          where ${scope} ${query.exhaustive ? sql`` : sql`and ${indexed} and (select small from scope_size)`}
+            and search_name % ${phrase} and ${unmatched}`;
   // Equally similar names share a rank: fifty names holding the same words are as similar to them,
   // and ordering them by id gave each a random share of the fused score (the newest of them could fall
   // behind older ones: recall-exact test 5).
@@ -288,13 +320,23 @@ export function recallSql(userId: string, query: RecallQuery) {
             from entities where ${scope} order by updated_at desc, id limit ${listSize}`
       : sql`select null::uuid as id, 0::bigint as rank where false`;
 
+  // A person with a graph of their own holds more than SCOPE_ROWS (ops/person-indexes.ts): their whole
+  // scope is large without counting 10,001 index entries (2.6 ms of each of their questions). A graph
+  // still being built (CONCURRENTLY) is not valid yet, and not taken.
+  const counted = sql`(select count(*) from (select 1 from entities where ${countScope} limit ${scopeLimit + 1}) s)`;
+  const rows =
+    bounded || query.type
+      ? counted
+      : sql`case when exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
+                              where c.relname = ${personIndexName(userId)} and i.indisvalid)
+                 then ${scopeLimit + 1}::bigint else ${counted} end`;
   return sql`
     with
     scope_size as materialized (
-      select count(*) as rows, count(*) <= ${scopeLimit} as small
-      from (select 1 from entities where ${countScope} limit ${scopeLimit + 1}) s
+      select rows, rows <= ${scopeLimit} as small from (select ${rows} as rows offset 0) r
     ),
-    scope_rows as materialized (${scopeRows}),
+    -- A small scope's names, for a misspelled one (only read when one is compared).
+    scope_rows as materialized (${scopeRows(sql`id, search_name`)}),
     -- Materialized: the planner cannot turn a small scope's ranking into an HNSW scan joined back to it.
     small_scope_nearest as materialized (${smallScopeNearest}),
     vector_hits as materialized (${vectorHits}),

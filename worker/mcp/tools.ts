@@ -25,7 +25,7 @@ import { boundedJson } from "./bounded-json";
 import type { Database } from "../../db/database";
 import { InvalidCursorError, listMemoryPage, memoryDetail, type MemoryItem } from "../../db/repositories/memory-center";
 import { recordFact } from "../../db/repositories/facts";
-import { archiveEntity, captureEntity, recallMemory, recordSource, type SourceRef } from "../../db/repositories/memory";
+import { archiveEntity, captureEntity, recall, recordSource, type SourceRef } from "../../db/repositories/memory";
 import { accountLinks } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
 
@@ -136,9 +136,7 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       const window = since || until ? recallWindow({ since, until }, await timezone()) : {};
       if ("error" in window) return refuse(window.error);
       const embedding = await embedOne(embedder, query);
-      const recalled = await db.withUser(userId, (tx) =>
-        recallMemory(tx, userId, { query, limit, embedding, ...window, ...(type ? { type } : {}) }),
-      );
+      const recalled = await recall(db, userId, { query, limit, embedding, ...window, ...(type ? { type } : {}) });
       return answer({ results: fenceThirdParty(recalled).map(({ score: _score, matchedBy: _matched, ...result }) => result) });
     },
   );

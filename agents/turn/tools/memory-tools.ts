@@ -10,7 +10,7 @@ import {
   archiveEntity,
   captureEntity,
   entityNames,
-  recallMemory,
+  recall,
   recordSource,
   relateEntities,
   updateEntityProperties,
@@ -87,7 +87,7 @@ export function memoryTools(context: ToolContext): ToolSet {
         const window = recallWindow({ since, until }, context.timezone ?? "UTC");
         if ("error" in window) return { error: window.error };
         const embedding = await embedOne(embedder, input.query);
-        const recalled = await db.withUser(userId, (tx) => recallMemory(tx, userId, { ...input, ...window, embedding }));
+        const recalled = await recall(db, userId, { ...input, ...window, embedding });
         context.onActivity?.({ kind: "recalled", results: recalled.length, typed: input.type !== undefined });
         return fenceThirdParty(recalled);
       },

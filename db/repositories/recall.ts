@@ -97,6 +97,15 @@ const STOPWORDS = new Set(
 );
 
 /**
+ * Words that, in a question bounded in time, describe the window rather than a memory ("what did I do
+ * that week?"): matched as names they found nothing, and a week's misspelling fallback then compared
+ * each of its 1,600 names at 100k memories (8 ms).
+ */
+const WINDOW_WORDS = new Set(
+  "ago day days during happened happen last month months past that this today tonight week weekend weeks year years yesterday".split(" "),
+);
+
+/**
  * Recall over entities and, unless a type is asked for, current facts: one list, best first. Both
  * statements go out together (postgres.js pipelines a transaction's queries). For a time window, sorting
  * is discouraged before them and put back after (awaited each: postgres.js sends a statement without
@@ -154,12 +163,12 @@ export async function recallEntities(tx: Tx, userId: string, query: RecallQuery)
  * (`word:*`), for entity names as lexemes of their tsvector, which holds every word's beginnings too
  * (migration 0017): a beginning is any lexeme, a whole word only a weight-A one (`word:A`).
  */
-function terms(text: string) {
+function terms(text: string, bounded: boolean) {
   // Postgres text cannot hold NUL: a query carrying one would fail the whole statement.
   const key = foldForSearch(normalizeName(text.replaceAll("\u0000", "")));
   const words = key
     .split(/[^\p{L}\p{N}]+/u)
-    .filter((w) => w.length > 0 && !STOPWORDS.has(w))
+    .filter((w) => w.length > 0 && !STOPWORDS.has(w) && !(bounded && WINDOW_WORDS.has(w)))
     .slice(0, 12);
   // A long word matches by its beginning (Достоевского ~ Достоевский, Verwandlungen ~ Verwandlung);
   // the last word is always a prefix (the person may still be typing it).
@@ -188,9 +197,9 @@ function windowOn(column: string, query: Pick<RecallQuery, "since" | "before">) 
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
 export function recallSql(userId: string, query: RecallQuery) {
-  const { key, words, phrase, nameTerms } = terms(query.query);
-  const vector = vectorLiteral(query.embedding);
   const bounded = query.since !== undefined || query.before !== undefined;
+  const { key, words, phrase, nameTerms } = terms(query.query, bounded);
+  const vector = vectorLiteral(query.embedding);
   const scopeLimit = query.scopeRows ?? SCOPE_ROWS;
   // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
   // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
@@ -381,7 +390,7 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
 
 /** The single statement behind recallFacts (exported for EXPLAIN in benchmarks). */
 export function recallFactsSql(userId: string, query: RecallQuery) {
-  const { words, phrase, tsTerms } = terms(query.query);
+  const { words, phrase, tsTerms } = terms(query.query, query.since !== undefined || query.before !== undefined);
   const vector = vectorLiteral(query.embedding);
   // As for entities: since when it holds if the person said so, else when they told it. (A person's
   // facts are read through facts_user_idx, so the coalesce() needs no index of its own.)

@@ -28,7 +28,7 @@ import postgres from "postgres";
 import { Database, type Tx } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
 import { normalizeName, recall, recallSql, type RecallResult } from "../db/repositories/memory";
-import { recallFactsSql, type RecallQuery } from "../db/repositories/recall";
+import { planForWindow, recallFactsSql, type RecallQuery } from "../db/repositories/recall";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { tunePersonIndexes } from "../ops/person-indexes";
@@ -181,7 +181,7 @@ async function main() {
         profile["txn p50/p95"] = await timed((tx) => tx.execute(sql`select 1`));
         profile["entities p50/p95"] = await timed(async (tx, q) => {
           // As recall runs a window's statement.
-          if (q.since || q.before) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+          await planForWindow(tx, q);
           return tx.execute(recallSql(userId, q));
         });
         if (kind !== "type list") profile["facts p50/p95"] = await timed((tx, q) => tx.execute(recallFactsSql(userId, q)));
@@ -300,7 +300,7 @@ async function explain(db: Database, userId: string, q: RecallQuery): Promise<st
   for (const [name, statement] of statements) {
     const lines = await db.withUser(userId, async (tx: Tx) => {
       // As recall runs a bounded question (db/repositories/recall.ts).
-      if (q.since || q.before) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+      await planForWindow(tx, q);
       return (await tx.execute(sql`explain (analyze, buffers) ${statement}`)) as unknown as Array<{ "QUERY PLAN": string }>;
     });
     out += `\n### ${name}\n\n\`\`\`\n${lines.map((l) => l["QUERY PLAN"]).join("\n")}\n\`\`\`\n`;

@@ -88,45 +88,57 @@ const FALLBACK_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
 export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
 
+/** Whether the question is bounded in time. */
+const isBounded = (query: Pick<RecallQuery, "since" | "before">) => query.since !== undefined || query.before !== undefined;
+
 /**
- * Recall over entities and, unless a type is asked for, current facts: one list, best first. Both
- * statements go out together (postgres.js pipelines a transaction's queries). For a time window, sorting
- * is discouraged before them and put back after (awaited each: postgres.js sends a statement without
- * parameters ahead of queued ones that have them), so that "the scope's nearest by distance" of a large
- * window walks the HNSW index (which yields rows in distance order, the window's bounds in the scan)
- * instead of reading the whole window through a btree and sorting it by computed distance (580 ms for a
- * year at 100k). A sort that is the only way (ranking a small scope, the fused list) still runs.
+ * Before a window's statements, in their transaction: sorting is discouraged, so that "the scope's
+ * nearest by distance" of a large window walks the HNSW index (which yields rows in distance order,
+ * the window's bounds in the scan) instead of reading the whole window through a btree and sorting it
+ * by computed distance (580 ms for a year at 100k). A sort that is the only way (ranking a small scope,
+ * the fused list) still runs. Awaited: postgres.js sends a statement without parameters ahead of
+ * queued ones that have them. The setting ends with the transaction (set_config's `true`).
+ */
+export async function planForWindow(tx: Tx, query: Pick<RecallQuery, "since" | "before">): Promise<void> {
+  if (isBounded(query)) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+}
+
+/** Entities and facts in one list, best first. */
+const bestOf = (entities: RecallResult[], facts: RecallResult[], limit: number) =>
+  [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, limit);
+
+/**
+ * Recall over entities and, unless a type is asked for, current facts, inside the caller's
+ * transaction (`/forget` archives what it finds in the same one): both statements go out together
+ * (postgres.js pipelines a transaction's queries).
  */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  const bounded = query.since !== undefined || query.before !== undefined;
-  if (bounded) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+  await planForWindow(tx, query);
   const [entities, facts] = await Promise.all([
     recallEntities(tx, userId, query),
     query.type ? Promise.resolve([]) : recallFacts(tx, userId, query),
   ]);
-  if (bounded) await tx.execute(sql`set local enable_sort to default`);
-  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
+  if (isBounded(query)) await tx.execute(sql`set local enable_sort to default`);
+  return bestOf(entities, facts, query.limit);
 }
 
 /**
- * recallMemory for the tools (memory_recall, MCP's search_memory): the entity and the fact statement in
- * two transactions at once, on two connections, so that a recall takes as long as the longer of them
- * rather than both (the server runs one connection's statements one after another: 5–7 ms of facts
- * after 11–17 ms of entities at 100k memories, bench:recall's profile). Each transaction is the
+ * Recall for the tools (memory_recall, MCP's search_memory): the entity and the fact statement in two
+ * transactions at once, on two connections, so that a recall takes as long as the longer of them
+ * rather than both (the server runs one connection's statements one after another: 5–9 ms of facts
+ * after 9–20 ms of entities at 100k memories, bench:recall's profile). Each transaction is the
  * person's own (row-level security), and both only read: no snapshot they could disagree on matters
  * more than a memory told meanwhile.
  */
 export async function recall(db: Database, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  const bounded = query.since !== undefined || query.before !== undefined;
   const [entities, facts] = await Promise.all([
     db.withUser(userId, async (tx) => {
-      // As in recallMemory; the setting ends with this transaction.
-      if (bounded) await tx.execute(sql`select set_config('enable_sort', 'off', true)`);
+      await planForWindow(tx, query);
       return recallEntities(tx, userId, query);
     }),
     query.type ? [] : db.withUser(userId, (tx) => recallFacts(tx, userId, query)),
   ]);
-  return [...entities, ...facts].sort((a, b) => b.score - a.score).slice(0, query.limit);
+  return bestOf(entities, facts, query.limit);
 }
 
 /**
@@ -153,7 +165,7 @@ function windowOn(column: string, query: Pick<RecallQuery, "since" | "before">) 
 
 /** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
 export function recallSql(userId: string, query: RecallQuery) {
-  const bounded = query.since !== undefined || query.before !== undefined;
+  const bounded = isBounded(query);
   const { key, words, phrase, nameTerms } = terms(query.query, bounded);
   const vector = vectorLiteral(query.embedding);
   const scopeLimit = query.scopeRows ?? SCOPE_ROWS;
@@ -346,7 +358,7 @@ async function recallFacts(tx: Tx, userId: string, query: RecallQuery): Promise<
 
 /** The single statement behind recallFacts (exported for EXPLAIN in benchmarks). */
 export function recallFactsSql(userId: string, query: RecallQuery) {
-  const { words, phrase, tsTerms } = terms(query.query, query.since !== undefined || query.before !== undefined);
+  const { words, phrase, tsTerms } = terms(query.query, isBounded(query));
   const vector = vectorLiteral(query.embedding);
   // As for entities: since when it holds if the person said so, else when they told it. (A person's
   // facts are read through facts_user_idx, so the coalesce() needs no index of its own.)
@@ -384,10 +396,9 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
           ) s order by wsim desc, id limit ${CANDIDATES}`
     : none;
   // As for entities: with a time bound the window itself is a list ("what did I tell you last week?").
-  const timeHits =
-    query.since !== undefined || query.before !== undefined
-      ? sql`select id, row_number() over (order by at desc, id) as rank from live order by at desc, id limit ${CANDIDATES}`
-      : none;
+  const timeHits = isBounded(query)
+    ? sql`select id, row_number() over (order by at desc, id) as rank from live order by at desc, id limit ${CANDIDATES}`
+    : none;
   return sql`
     with
     live as materialized (

@@ -14,8 +14,6 @@ import postgres from "postgres";
 import { PERSON_INDEX_PREFIX as PREFIX, personIndexName, SCOPE_ROWS } from "../db/repositories/recall";
 import { runMain, UsageError } from "./cli";
 
-export { personIndexName };
-
 export interface PersonIndexChange {
   userId: string;
   memories: number;

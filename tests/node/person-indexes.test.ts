@@ -8,11 +8,11 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
-import { type RecallQuery, recallSql } from "../../db/repositories/recall";
+import { personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
-import { personIndexName, tunePersonIndexes } from "../../ops/person-indexes";
+import { tunePersonIndexes } from "../../ops/person-indexes";
 
 let database: EmbeddedPostgres;
 let owner: postgres.Sql;

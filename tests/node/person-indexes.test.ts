@@ -12,7 +12,7 @@ import { personIndexName, type RecallQuery, recallSql } from "../../db/repositor
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
-import { tunePersonIndexes } from "../../ops/person-indexes";
+import { PERSON_GRAPH_OPTIONS, tunePersonIndexes } from "../../ops/person-indexes";
 
 let database: EmbeddedPostgres;
 let owner: postgres.Sql;
@@ -63,8 +63,13 @@ const personIndexes = async () =>
     select indexname from pg_indexes where tablename = 'entities' and indexname like 'entities_hnsw_person_%' order by 1`
   ).map((r) => r.indexname);
 
+/** The build options of `userId`'s graph (null: pgvector's defaults). */
+const graphOptions = async (userId: string) =>
+  (await owner<[{ options: string[] | null }]>`select reloptions as options from pg_class where relname = ${personIndexName(userId)}`)[0]
+    .options;
+
 describe("db:person-indexes", () => {
-  it("gives a large person a graph of their own, walked by their recall only; idempotent; dropped when they shrink or leave", async () => {
+  it("gives a large person a graph of their own, walked by their recall only; idempotent; rebuilt with current options; dropped when they shrink or leave", async () => {
     const large = await createPerson(db, { displayName: "large" });
     const small = await createPerson(db, { displayName: "small" });
     const leaving = await createPerson(db, { displayName: "leaving" });
@@ -84,6 +89,23 @@ describe("db:person-indexes", () => {
     expect(await indexesWalked(small.id)).toEqual(["entities_embedding_hnsw"]);
 
     // A second run changes nothing.
+    expect(await tunePersonIndexes(owner, 100)).toEqual([]);
+    expect(await graphOptions(large.id)).toEqual(PERSON_GRAPH_OPTIONS);
+
+    // A graph an older release built (pgvector's default options) is rebuilt and swapped in.
+    const name = personIndexName(large.id);
+    await owner.unsafe(`drop index ${name}`);
+    await owner.unsafe(`create index ${name} on entities using hnsw (embedding vector_cosine_ops) where user_id = '${large.id}'::uuid`);
+    expect(await graphOptions(large.id)).toBeNull();
+    expect((await tunePersonIndexes(owner, 100)).map((c) => [c.userId, c.change])).toEqual([[large.id, "rebuilt"]]);
+    expect(await graphOptions(large.id)).toEqual(PERSON_GRAPH_OPTIONS);
+    expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
+    expect(await indexesWalked(large.id)).toEqual([name]);
+
+    // A swap interrupted once the old graph was dropped: the new one is renamed, not built again.
+    await owner.unsafe(`alter index ${name} rename to ${name}_next`);
+    expect((await tunePersonIndexes(owner, 100)).map((c) => [c.userId, c.change])).toEqual([[large.id, "created"]]);
+    expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
     expect(await tunePersonIndexes(owner, 100)).toEqual([]);
 
     // Under half the threshold: dropped. An account deleted: its index dropped with it.

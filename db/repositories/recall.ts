@@ -88,6 +88,17 @@ const FALLBACK_ROWS = 2000;
 /** Rows whose real embedding distance is read after ranking by sketch (10× the neighbours kept). */
 export const SKETCH_CANDIDATES = 10 * VECTOR_CANDIDATES;
 
+/**
+ * The question's embedding, sent once: each statement's `probe` CTE, read through PROBE and PROBE_SKETCH.
+ * Written out where each is used, the 4 KB vector went as four parameters, each parsed and then copied
+ * through planning (bind took 1 ms more; bench:recall). An HNSW scan takes an InitPlan's value for
+ * its order as it takes a constant.
+ */
+const probeCte = (vector: string | null) =>
+  sql`probe as materialized (select v, binary_quantize(v) as b from (select ${vector}::vector as v) p)`;
+const PROBE = sql.raw("(select v from probe)");
+const PROBE_SKETCH = sql.raw("(select b from probe)");
+
 /** Whether the question is bounded in time. */
 const isBounded = (query: Pick<RecallQuery, "since" | "before">) => query.since !== undefined || query.before !== undefined;
 
@@ -196,14 +207,14 @@ export function recallSql(userId: string, query: RecallQuery) {
   // every row's distance (470 ms for a year at 100k).
   const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
   const smallScopeNearest = vector
-    ? sql`select e.id, e.search_name, e.embedding <=> ${vector}::vector as distance
+    ? sql`select e.id, e.search_name, e.embedding <=> ${PROBE} as distance
           from (select id from (${scopeRows(sql`id, sketch`)}) s
-                order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES}) c
+                order by sketch <~> ${PROBE_SKETCH} limit ${SKETCH_CANDIDATES}) c
           join entities e on e.id = c.id`
     : sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
   // The reference: every row of the scope at its real distance (`+ 0`: never through the index).
-  const exhaustiveNearest = sql`select id, search_name, embedding <=> ${vector}::vector as distance from entities
-    where ${scope} order by (embedding <=> ${vector}::vector) + 0 limit ${VECTOR_CANDIDATES}`;
+  const exhaustiveNearest = sql`select id, search_name, embedding <=> ${PROBE} as distance from entities
+    where ${scope} order by (embedding <=> ${PROBE}) + 0 limit ${VECTOR_CANDIDATES}`;
   const vectorHits = !vector
     ? none
     : query.exhaustive
@@ -212,9 +223,9 @@ export function recallSql(userId: string, query: RecallQuery) {
       : sql`select id, search_name, row_number() over (order by distance, id) as rank from (
             (select id, search_name, distance from small_scope_nearest order by distance, id limit ${VECTOR_CANDIDATES})
             union all
-            (select id, search_name, embedding <=> ${vector}::vector as distance from entities
+            (select id, search_name, embedding <=> ${PROBE} as distance from entities
              where ${hnswScope} and not (select small from scope_size)
-             order by embedding <=> ${vector}::vector limit ${VECTOR_CANDIDATES})
+             order by embedding <=> ${PROBE} limit ${VECTOR_CANDIDATES})
           ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
   // Every word must appear: selective enough for the GIN index. Every match is ranked before any is cut
   // (a cut before ranking kept an arbitrary few of hundreds of names sharing common words); a name that is
@@ -309,6 +320,7 @@ export function recallSql(userId: string, query: RecallQuery) {
                  then ${scopeLimit + 1}::bigint else ${counted} end`;
   return sql`
     with
+    ${probeCte(vector)},
     scope_size as materialized (
       select rows, rows <= ${scopeLimit} as small from (select ${rows} as rows offset 0) r
     ),
@@ -371,11 +383,11 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
   // Ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES read their
   // out-of-line embedding for the real distance (every fact's, for a person holding no more).
   const nearest = vector
-    ? sql`select f.id, f.embedding <=> ${vector}::vector as distance from (
+    ? sql`select f.id, f.embedding <=> ${PROBE} as distance from (
             select id from live where (select count(*) from live) <= ${exactUpTo}
             union all
             (select id from live where (select count(*) from live) > ${exactUpTo}
-             order by sketch <~> binary_quantize(${vector}::vector) limit ${SKETCH_CANDIDATES})
+             order by sketch <~> ${PROBE_SKETCH} limit ${SKETCH_CANDIDATES})
           ) c join facts f on f.id = c.id where f.embedding is not null`
     : sql`select null::uuid as id, null::float8 as distance where false`;
   const fulltextHits = words.length
@@ -401,6 +413,7 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
     : none;
   return sql`
     with
+    ${probeCte(vector)},
     live as materialized (
       select id, ${when} as at, sketch, search from facts
       where user_id = ${userId} and superseded_by is null ${window}

@@ -1,6 +1,7 @@
 // `npm run bench:mcp`: search_memory over HTTP through the official MCP client, next to memory_recall's
 // own path inside the agent, on the same person holding 10k memories (BENCH_MCP_MEMORIES) in Soma as
-// `npm start` runs it (wrangler dev, workerd, the embedded Postgres).
+// `npm start` runs it (wrangler dev, workerd, the embedded Postgres; or, with BENCH_DATABASE_URL, an
+// empty database on a PostgreSQL server, as `npm start` runs with DATABASE_URL: bench/results/mcp-postgres).
 //   search_memory  the app's view: MCP client → /mcp (the OAuth provider checks the token in KV, a fresh
 //                  McpServer, the person's budget spent in their agent, the local embedder, recall
 //                  under RLS, the email fence, JSON) → the answer, measured at the client
@@ -21,8 +22,9 @@ import { createPerson, createSession } from "../db/repositories/auth";
 import { normalizeName, recall } from "../db/repositories/memory";
 import { start } from "../ops/start";
 import { freePort } from "../tests/node/helpers";
-import { markdownTable, mcpAccessToken, summary, writeResults } from "./support";
+import { markdownTable, mcpAccessToken, serverVersion, summary, writeResults } from "./support";
 
+const server = process.env.BENCH_DATABASE_URL;
 const MEMORIES = Number(process.env.BENCH_MCP_MEMORIES ?? 10_000);
 const QUERIES = Number(process.env.BENCH_MCP_QUERIES ?? 165);
 const ROUND = 55;
@@ -62,7 +64,12 @@ async function load(db: Database, userId: string): Promise<void> {
 
 async function main() {
   const app = await start(
-    { PATH: process.env.PATH ?? "", PORT: String(await freePort()), SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-bench-mcp-`) },
+    {
+      PATH: process.env.PATH ?? "",
+      PORT: String(await freePort()),
+      SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-bench-mcp-`),
+      ...(server ? { DATABASE_URL: server } : {}),
+    },
     () => {},
   );
   const db = new Database(app.databaseUrl, { max: 2 });
@@ -73,6 +80,7 @@ async function main() {
     // Statistics for the planner, as autovacuum would gather them after such a load (bench:recall does the same).
     const owner = postgres(app.databaseUrl, { max: 1, onnotice: () => {} });
     await owner`analyze entities`;
+    const engine = await serverVersion(owner, Boolean(server));
     await owner.end();
     const token = await mcpAccessToken(app.url, `__Host-soma_session=${await createSession(db, person.id, 3600)}`);
     const client = new Client({ name: "soma-bench", version: "1.0.0" });
@@ -110,8 +118,8 @@ async function main() {
       ["memory_recall's path (embed + recall)", ...Object.values(summary(agent))],
     ];
     writeResults(
-      "mcp",
-      `search_memory over MCP against memory_recall, ${MEMORIES} memories`,
+      server ? "mcp-postgres" : "mcp",
+      `search_memory over MCP against memory_recall, ${MEMORIES} memories, ${engine}`,
       markdownTable(["path", "n", "p50 ms", "p95 ms", "p99 ms", "max ms"], rows),
       { memories: MEMORIES, queries: QUERIES, refusedByBudget: refused, searchMemoryHttp: summary(http), memoryRecall: summary(agent) },
     );

@@ -34,7 +34,7 @@ import { startEmbeddedPostgres } from "../ops/embedded-postgres";
 import { tunePersonIndexes } from "../ops/person-indexes";
 import { mulberry32 } from "../tests/seeded-random";
 import { DenseSpace, vectorText } from "./dense-space";
-import { markdownTable, percentile, round } from "./support";
+import { markdownTable, percentile, round, serverVersion } from "./support";
 
 const server = process.env.BENCH_DATABASE_URL;
 const PEOPLE = Number(process.env.BENCH_PEOPLE ?? (server ? 1000 : 20));
@@ -140,7 +140,7 @@ async function main() {
   for (const c of await tunePersonIndexes(owner)) console.error(`${c.change} the vector index of a person of ${c.memories}`);
   await owner`vacuum (analyze) entities, facts`;
   const base = new Date(meta.base).getTime();
-  const engine = await serverVersion(owner);
+  const engine = await serverVersion(owner, Boolean(server));
 
   const rows: Array<Record<string, string | number>> = [];
   const results: unknown[] = [];
@@ -381,13 +381,6 @@ async function ownerOnly(owner: postgres.Sql) {
     alter function similarity_op(text, text) not leakproof;
     alter function word_similarity_op(text, text) not leakproof;
     alter function ts_match_vq(tsvector, tsquery) not leakproof`);
-}
-
-/** The server's version and pgvector's. */
-async function serverVersion(owner: postgres.Sql): Promise<string> {
-  const [row] = await owner<[{ version: string; vector: string }]>`
-    select split_part(version(), ' on ', 1) as version, (select extversion from pg_extension where extname = 'vector') as vector`;
-  return `${server ? row.version : "PGlite (Postgres 17, WASM)"} + pgvector ${row.vector}`;
 }
 
 main().catch((error) => {

@@ -2,6 +2,7 @@
 // Durable Objects, the embedded Postgres in a fresh directory) wired to loopback stand-ins for the
 // Bot API and an instant OpenAI-compatible model (tests/setup/stand-ins.ts, in this process, so reply
 // arrival times are on this process's clock), and the statistics and result files.
+import type postgres from "postgres";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
@@ -127,6 +128,13 @@ export function writeResults(name: string, title: string, table: string, data: R
     new URL(`./results/${name}.md`, import.meta.url),
     `# ${title}\n\n${meta.cpu} · ${meta.cores} cores · Node ${meta.node} · ${meta.date}\n\n${table}\n`,
   );
+}
+
+/** The server's version and pgvector's (`onServer` false: the embedded Postgres). */
+export async function serverVersion(sql: postgres.Sql, onServer: boolean): Promise<string> {
+  const [row] = await sql<[{ version: string; vector: string }]>`
+    select split_part(version(), ' on ', 1) as version, (select extversion from pg_extension where extname = 'vector') as vector`;
+  return `${onServer ? row.version : "PGlite (Postgres 17, WASM)"} + pgvector ${row.vector}`;
 }
 
 /** A Markdown table. */

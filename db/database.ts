@@ -11,6 +11,7 @@
 // call rejects with DeadlineError("postgres") and the pool is thrown away: its connections may be
 // stuck, so the next call opens fresh ones instead of queueing behind them.
 import { type SQL, sql as sqlTag } from "drizzle-orm";
+import { PgDialect } from "drizzle-orm/pg-core";
 import { drizzle, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import postgres from "postgres";
 import { DeadlineError, withDeadline } from "../platform/deadline";
@@ -30,6 +31,40 @@ export type Tx = Parameters<Parameters<Drizzle["transaction"]>[0]>[0];
 export async function sqlRows<Row extends object = Record<string, unknown>>(tx: Tx, query: SQL): Promise<Row[]> {
   const rows: Record<string, unknown>[] = await tx.execute(query);
   return rows as Row[];
+}
+
+/** Around each value's index in a statement compiled by `marked` (NUL: never in SQL text). */
+const MARK = "\u0000";
+/** Compiles a statement with its values' indexes between marks, which `inline` replaces. */
+class MarkedDialect extends PgDialect {
+  override escapeParam(num: number): string {
+    return `${MARK}${num}${MARK}`;
+  }
+}
+const marked = new MarkedDialect();
+
+/**
+ * A statement as text with its values written in as literals, for a simple-protocol query (no
+ * parameters). Strings go as E'…' with backslashes and quotes doubled, which reads the same whatever
+ * standard_conforming_strings says, and without NUL (which Postgres text cannot hold); numbers in
+ * parentheses (so a negative one can never join a `-` before it into a comment); anything else is
+ * refused rather than written in a form Postgres might read differently.
+ */
+export function inline(statement: SQL): string {
+  const { sql, params } = marked.sqlToQuery(statement);
+  // Text and indexes alternate between the marks.
+  return sql
+    .split(MARK)
+    .map((part, i) => (i % 2 === 1 ? literal(params[Number(part)]) : part))
+    .join("");
+}
+
+function literal(value: unknown): string {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "boolean") return String(value);
+  if (typeof value === "number" && Number.isFinite(value)) return `(${value})`;
+  if (typeof value === "string") return `E'${value.replaceAll(MARK, "").replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+  throw new TypeError(`a ${typeof value} cannot be written into a statement as a literal`);
 }
 
 type AppRole = "soma_app" | "soma_auth" | "soma_system";
@@ -137,31 +172,60 @@ export class Database {
     return this.#pool ? this.#pool.client.end({ timeout: 1 }) : Promise.resolve();
   }
 
-  #transaction<T>(role: AppRole, userId: string | null, work: (tx: Tx) => Promise<T>): Promise<T> {
+  /**
+   * Reads as `userId` in one round trip: withUser's settings and `statements` sent as one simple-protocol
+   * query, which Postgres runs as one implicit transaction — the settings are transaction-local, so they
+   * hold for these statements and end with them, and Hyperdrive's transaction pooling takes the
+   * connection back after it, as after a transaction. A transaction costs four round trips (BEGIN, the
+   * settings, the work, COMMIT), each one the whole way to the database behind Hyperdrive. A simple query
+   * has no parameters: the statements' values travel as literals (`inline`). Resolves to the rows of the
+   * last statement; for reads that need no answer between their statements (recall).
+   */
+  readAsUser<Row extends object>(userId: string, statements: SQL[]): Promise<Row[]> {
+    if (!UUID.test(userId)) return Promise.reject(new InvalidUserIdError());
     const pool = this.#open();
+    const text = [this.#settings("soma_app", userId), ...statements].map(inline).join(";\n");
+    const read = pool.client.unsafe(text).then((results) => {
+      // One result per statement; postgres.js returns a single statement's rows alone.
+      const last = statements.length > 0 ? (results as unknown as Row[][]).at(-1) : [];
+      return last ?? [];
+    });
+    return this.#beforeDeadline(pool, read);
+  }
+
+  /**
+   * What every unit of work sets first, transaction-locally, in one statement: the role, the person, the
+   * statement timeout, the vector-search settings recall relies on (HNSW scans that continue past rows
+   * the person filter drops, 100 candidates wide for the 20 recall keeps: bench/recall.ts), and plans
+   * made for these statements as they are: JIT off (a server built with LLVM compiled a recall's plan
+   * for a second and more), no parallel workers (starting them costs more than the millisecond
+   * statements they would share), and a custom plan for each execution (a prepared statement's generic
+   * plan cannot see the person's row count).
+   */
+  #settings(role: AppRole, userId: string | null): SQL {
     const statementTimeout = `${Math.max(0, Math.round(this.options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS))}ms`;
-    const transaction = pool.db.transaction(async (tx) => {
-      // One round trip: the role, the person, the statement timeout, the vector-search settings recall
-      // relies on (HNSW scans that continue past rows the person filter drops, 100 candidates wide for
-      // the 20 recall keeps: bench/recall.ts), and plans made for these statements as they are: JIT off
-      // (a server built with LLVM compiled a recall's plan for a second and more), no parallel workers
-      // (starting them costs more than the millisecond statements they would share), and a custom plan
-      // for each execution (a prepared statement's generic plan cannot see the person's row count).
-      await tx.execute(
-        sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true),
+    return sqlTag`select set_config('role', ${role}, true), set_config('app.user_id', ${userId ?? ""}, true),
                       set_config('statement_timeout', ${statementTimeout}, true),
                       set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', '100', true),
                       set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true),
-                      set_config('plan_cache_mode', 'force_custom_plan', true)`,
-      );
+                      set_config('plan_cache_mode', 'force_custom_plan', true)`;
+  }
+
+  #transaction<T>(role: AppRole, userId: string | null, work: (tx: Tx) => Promise<T>): Promise<T> {
+    const pool = this.#open();
+    const transaction = pool.db.transaction(async (tx) => {
+      await tx.execute(this.#settings(role, userId));
       return work(tx);
     });
-    return withDeadline(transaction, this.options.transactionDeadlineMs ?? DEFAULT_TRANSACTION_DEADLINE_MS, "postgres").catch(
-      (error: unknown) => {
-        if (error instanceof DeadlineError) this.#recycle(pool);
-        throw error;
-      },
-    );
+    return this.#beforeDeadline(pool, transaction);
+  }
+
+  /** `work` on `pool`, rejected with DeadlineError when it outlasts the deadline (the pool then recycled). */
+  #beforeDeadline<T>(pool: Pool, work: Promise<T>): Promise<T> {
+    return withDeadline(work, this.options.transactionDeadlineMs ?? DEFAULT_TRANSACTION_DEADLINE_MS, "postgres").catch((error: unknown) => {
+      if (error instanceof DeadlineError) this.#recycle(pool);
+      throw error;
+    });
   }
 
   /**

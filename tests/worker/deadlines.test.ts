@@ -114,6 +114,13 @@ describe("Postgres", () => {
     expect(opened).toBe(2);
     await expect.poll(() => closed, { timeout: 2000, interval: 20 }).toBe(2);
 
+    // A one-round-trip read (recall's) gives up at the same deadline, and recycles its pool too.
+    const third = await timed(() => db.readAsUser(crypto.randomUUID(), [sql`select 1`]));
+    expect(third.error).toBeInstanceOf(DeadlineError);
+    expect(third.elapsed).toBeLessThan(1500);
+    expect(opened).toBe(3);
+    await expect.poll(() => closed, { timeout: 2000, interval: 20 }).toBe(3);
+
     // Ending the hung pools left no unhandled rejection behind (the worker suite fails on any).
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(unhandled).toEqual([]);

@@ -4,7 +4,7 @@
 // Both functions take a transaction Database.withUser opened (row-level security scopes it to one person).
 import { sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
-import { vectorLiteral } from "./recall";
+import { vectorLiteral } from "./recall-shared";
 
 type EmbeddedTable = "entities" | "facts";
 

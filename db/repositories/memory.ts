@@ -5,7 +5,7 @@ import { and, eq, inArray, sql } from "drizzle-orm";
 import { sqlRows, type Tx } from "../database";
 import { normalizeName } from "../search-key";
 import { edges, entities, sources } from "../schema";
-import { vectorLiteral } from "./recall";
+import { vectorLiteral } from "./recall-shared";
 
 export interface SourceRef {
   kind: string;

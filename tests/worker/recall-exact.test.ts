@@ -17,7 +17,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import type { Person } from "../../db/repositories/auth";
 import { recallMemory, type RecallResult } from "../../db/repositories/memory";
-import { MAX_VECTOR_DISTANCE } from "../../db/repositories/recall";
+import { MAX_VECTOR_DISTANCE } from "../../db/repositories/recall-shared";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { DenseSpace } from "../../bench/dense-space";
 import { mulberry32 } from "../seeded-random";

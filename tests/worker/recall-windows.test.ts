@@ -8,7 +8,7 @@ import { localEmbedder } from "../../agents/integrations/model/embeddings";
 import type { Person } from "../../db/repositories/auth";
 import { recordFact } from "../../db/repositories/facts";
 import { captureEntity, recallMemory, type RecallResult } from "../../db/repositories/memory";
-import { SKETCH_CANDIDATES } from "../../db/repositories/recall";
+import { SKETCH_CANDIDATES } from "../../db/repositories/recall-shared";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { newPerson, testDatabase } from "./helpers";
 

@@ -12,7 +12,8 @@ import { EMBED_BATCH, NIGHTLY_EMBED_LIMIT } from "../../../agents/workflows/func
 import { exportMemory, importMemory } from "../../../db/repositories/export";
 import { recordFact } from "../../../db/repositories/facts";
 import { archiveEntity, captureEntity } from "../../../db/repositories/memory";
-import { recallEntities, vectorLiteral } from "../../../db/repositories/recall";
+import { recallEntities } from "../../../db/repositories/recall";
+import { vectorLiteral } from "../../../db/repositories/recall-shared";
 import { missingEmbeddings, storeEmbeddings } from "../../../db/repositories/embeddings";
 import { newPerson, runOnce, testDb, testWorkflows } from "./harness";
 import { capture, captureEmbedding, consolidate, nightly } from "./memory-consolidate-fixtures";

@@ -4,11 +4,14 @@
 // update_id order, exactly once, across restarts and outages; a turn's own steps: agents/telegram-turn.ts),
 // the per-person rate limits (agents/rate-limit.ts), and in dev mode the deliveries no workflow engine took
 // (agents/local-runs.ts), each in its own SQLite. Memory lives in Postgres, reached through Database.withUser.
+// Longer than 450 lines: the object's whole RPC surface, every channel's door, is this one class; what
+// each door does lives in the modules it delegates to.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel } from "ai";
 import { z } from "zod";
 import type { Database } from "../db/database";
+import { recall, type RecallQuery, type RecallResult } from "../db/repositories/recall";
 import { workerdDatabase } from "../db/workerd-socket";
 import { loadConfig, type Config } from "../platform/config";
 import { describeError, logJson } from "../platform/log";
@@ -172,6 +175,10 @@ export class UserAgent extends AIChatAgent<Env> {
   async admitApp(grantId: string, ...budgets: ApiBudget[]): Promise<RateVerdict | "disconnected"> {
     if ((await this.#erased()) || (await isDisconnected(this.ctx.storage, grantId))) return "disconnected";
     return this.#rateLimiter().take(...budgets.map((b) => ApiBudget.parse(b)));
+  }
+  /** An app's search (MCP's search_memory, admitted by admitApp) on this agent's pool, open between calls (bench:mcp). */
+  async recallForApp(query: RecallQuery): Promise<RecallResult[]> {
+    return (await this.#erased()) ? [] : recall(this.#db(), this.userId, query);
   }
 
   /** Watchdog alarm: resumes (or replaces a stuck) inbox drain, and stays armed while work is pending. */

@@ -28,7 +28,7 @@ import type { AppEnv } from "../types";
 import { readShapedText } from "../validation";
 import { grantOf, recordAppUse } from "./apps";
 import { MCP_PATH, READ_SCOPE, WRITE_SCOPE } from "./oauth";
-import { budgetsFor, registerMemoryTools, WRITE_TOOLS } from "./tools";
+import { budgetsFor, type McpToolContext, registerMemoryTools, WRITE_TOOLS } from "./tools";
 
 const GrantProps = z.object({ userId: z.uuid(), appName: z.string().min(1) });
 
@@ -130,12 +130,22 @@ export const mcp = new Hono<AppEnv>().all("/", limitBody(MCP_MAX_BYTES), async (
   }
   // One call to the person's agent: the grant still connected, and the budgets of the tools called spent.
   const budgets = calls.flatMap((call) => budgetsFor(call.name, call.arguments));
-  const verdict = await (await agentFor(c.env, userId)).admitApp(grantId, ...budgets);
+  const agent = await agentFor(c.env, userId);
+  const verdict = await agent.admitApp(grantId, ...budgets);
   if (verdict === "disconnected") return disconnected(auth);
   if (!verdict.ok) return rateLimited(calls, verdict.retryAfterSeconds);
 
   recordAppUse(c.env, ctx, auth.token);
-  const context = { db: c.var.db, env: c.env, config: c.var.config, userId, clientId: auth.clientId, appName, canWrite };
+  const context: McpToolContext = {
+    db: c.var.db,
+    env: c.env,
+    config: c.var.config,
+    userId,
+    clientId: auth.clientId,
+    appName,
+    canWrite,
+    recall: (query) => agent.recallForApp(query),
+  };
   const handler = createMcpHandler(
     () => {
       const server = new McpServer({ name: "soma", title: "Soma memory", version: "1.0.0" }, { instructions: INSTRUCTIONS });

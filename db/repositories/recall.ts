@@ -97,11 +97,17 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
  */
 export async function recall(db: Database, userId: string, query: RecallQuery): Promise<RecallResult[]> {
   const [entities, facts] = await Promise.all([
-    db.readAsUser<RecallRow>(userId, [...(isBounded(query) ? [SORT_OFF] : []), recallSql(userId, query)]),
+    db.readAsUser<RecallRow>(userId, entityStatements(userId, query)),
     query.type ? [] : db.readAsUser<FactRow>(userId, [recallFactsSql(userId, query)]),
   ]);
   return bestOf(entities.map(toRecalled), facts.map(toRecalledFact), query.limit);
 }
+
+/** The entity statement as recall sends it: a window's after its plan setting (planForWindow). */
+export const entityStatements = (userId: string, query: RecallQuery): SQL[] => [
+  ...(isBounded(query) ? [SORT_OFF] : []),
+  recallSql(userId, query),
+];
 
 /**
  * Hybrid recall over the person's active entities: pgvector cosine (HNSW), full text and trigram

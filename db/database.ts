@@ -178,8 +178,9 @@ export class Database {
    * hold for these statements and end with them, and Hyperdrive's transaction pooling takes the
    * connection back after it, as after a transaction. A transaction costs four round trips (BEGIN, the
    * settings, the work, COMMIT), each one the whole way to the database behind Hyperdrive. A simple query
-   * has no parameters: the statements' values travel as literals (`inline`). Resolves to the rows of the
-   * last statement; for reads that need no answer between their statements (recall).
+   * has no parameters: the statements' values travel as literals (`inline`). Hyperdrive never answers it
+   * from its cache: it caches no query calling a volatile function, and set_config is one. Resolves to
+   * the rows of the last statement; for reads that need no answer between their statements (recall).
    */
   readAsUser<Row extends object>(userId: string, statements: SQL[]): Promise<Row[]> {
     if (!UUID.test(userId)) return Promise.reject(new InvalidUserIdError());

@@ -30,7 +30,8 @@ export interface PersonIndexChange {
  */
 export const PERSON_GRAPH_OPTIONS = ["ef_construction=200"];
 /** The name a graph is rebuilt under, swapped in for the old one once it is valid. */
-const nextName = (name: string) => `${name}_next`;
+const NEXT = "_next";
+const nextName = (name: string) => `${name}${NEXT}`;
 
 interface Existing {
   name: string;
@@ -109,7 +110,7 @@ export async function tunePersonIndexes(sql: postgres.Sql, from = SCOPE_ROWS): P
   // Indexes of people who no longer exist (an account deleted since).
   for (const { name } of have.values()) {
     await drop(name);
-    if (!name.endsWith("_next")) changes.push({ userId: name.slice(PREFIX.length), memories: 0, change: "dropped" });
+    if (!name.endsWith(NEXT)) changes.push({ userId: name.slice(PREFIX.length), memories: 0, change: "dropped" });
   }
   return changes;
 }

@@ -1,6 +1,7 @@
 // Recall: the person's active entities and current facts ranked for one question, optionally bounded in
-// time. Every function takes a transaction Database.withUser opened (row-level security scopes it to one
-// person). Names and questions are compared by their search key (db/search-key.ts: lowercase, NFKC,
+// time. recall (the tools') reads as the person in one round trip per statement (Database.readAsUser);
+// every other function takes a transaction Database.withUser opened (row-level security scopes both to
+// one person). Names and questions are compared by their search key (db/search-key.ts: lowercase, NFKC,
 // accents folded) so "cien anos" finds "Cien años" and "VERWANDLUNG" finds "Die Verwandlung"; the
 // full-text configuration is 'simple' (no stemming in any language), so a long word is matched by its
 // beginning instead ("достоевского" → "достоевск:*" finds "Достоевский").

@@ -4,8 +4,6 @@
 // update_id order, exactly once, across restarts and outages; a turn's own steps: agents/telegram-turn.ts),
 // the per-person rate limits (agents/rate-limit.ts), and in dev mode the deliveries no workflow engine took
 // (agents/local-runs.ts), each in its own SQLite. Memory lives in Postgres, reached through Database.withUser.
-// Longer than 450 lines: the object's whole RPC surface, every channel's door, is this one class; what
-// each door does lives in the modules it delegates to.
 import { AIChatAgent, type ChatRecoveryContext, type ChatRecoveryOptions, type OnChatMessageOptions } from "@cloudflare/ai-chat";
 import type { Connection, WSMessage } from "agents";
 import { createUIMessageStreamResponse, type LanguageModel } from "ai";
@@ -41,9 +39,7 @@ import { createTracer, type Tracer } from "../platform/telemetry/tracer";
 import { turnStream, TURN_BUDGET_MS } from "./turn/turn";
 import { type LocalEvent, planLocalRun, runLocally } from "./local-runs";
 import { importCommand, importDepsOf, importDocument, type TelegramImportDeps } from "./telegram-import";
-
-/** Where the agents SDK looks for an object's name when the runtime does not give it (see onStart). */
-const NAME_KEY = "__ps_name";
+import { keepName, nameless } from "./agent-name";
 
 const SSE = new TextEncoder();
 
@@ -84,19 +80,14 @@ export class UserAgent extends AIChatAgent<Env> {
   }
 
   override async onStart(): Promise<void> {
-    // An alarm can wake this object without its name: wrangler dev's workerd keeps an alarm by object
-    // id alone, so after a restart `ctx.id.name` is missing and the SDK refuses to start the object
-    // (every later request to it failed too, while the failing alarm kept it alive). The SDK falls back
-    // to this storage key; writing it once, whenever the name is known, makes every wake find it.
-    const name = this.ctx.id.name;
-    if (name !== undefined && (await this.ctx.storage.get(NAME_KEY)) !== name) await this.ctx.storage.put(NAME_KEY, name);
+    await keepName(this.ctx); // agents/agent-name.ts: an alarm may wake this object without its name
     if (this.#getInbox().pendingCount() > 0) await this.#getInbox().watchdog();
   }
 
   /** An object woken by an alarm without any way to learn its name cannot serve anyone: reset it, so
    * the next request (which carries the name) gets a healthy instance instead of this one. */
   override async alarm(): Promise<void> {
-    if (this.ctx.id.name === undefined && (await this.ctx.storage.get(NAME_KEY)) === undefined) {
+    if (await nameless(this.ctx)) {
       logJson("error", { agent: this.ctx.id.toString(), alarm: "woken without a name; resetting the object until a named request" });
       this.ctx.abort("woken without a name");
     }

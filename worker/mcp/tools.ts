@@ -25,7 +25,7 @@ import { boundedJson } from "./bounded-json";
 import type { Database } from "../../db/database";
 import { InvalidCursorError, listMemoryPage, memoryDetail, type MemoryItem } from "../../db/repositories/memory-center";
 import { recordFact } from "../../db/repositories/facts";
-import { archiveEntity, captureEntity, recall, recordSource, type SourceRef } from "../../db/repositories/memory";
+import { archiveEntity, captureEntity, recordSource, type SourceRef } from "../../db/repositories/memory";
 import type { RecallQuery, RecallResult } from "../../db/repositories/recall";
 import { accountLinks } from "../../db/repositories/people";
 import type { Config } from "../../platform/config";
@@ -55,8 +55,8 @@ export interface McpToolContext {
   clientId: string;
   appName: string;
   canWrite: boolean;
-  /** Runs a search's recall (the person's agent, whose connections stay open); else on `db`. */
-  recall?: (query: RecallQuery) => Promise<RecallResult[]>;
+  /** Runs a search's recall: in the person's agent, whose connections stay open between calls (bench:mcp). */
+  recall: (query: RecallQuery) => Promise<RecallResult[]>;
 }
 
 type ToolResult = { content: Array<{ type: "text"; text: string }>; isError?: boolean };
@@ -140,7 +140,7 @@ export function registerMemoryTools(server: McpServer, context: McpToolContext):
       if ("error" in window) return refuse(window.error);
       const embedding = await embedOne(embedder, query);
       const asked: RecallQuery = { query, limit, embedding, ...window, ...(type ? { type } : {}) };
-      const recalled = await (context.recall ? context.recall(asked) : recall(db, userId, asked));
+      const recalled = await context.recall(asked);
       return answer({ results: fenceThirdParty(recalled).map(({ score: _score, matchedBy: _matched, ...result }) => result) });
     },
   );

@@ -28,7 +28,7 @@ import postgres from "postgres";
 import { Database, type Tx } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
 import { normalizeName, recall, recallSql, type RecallResult } from "../db/repositories/memory";
-import { entityStatements, planForWindow, type RecallQuery } from "../db/repositories/recall";
+import { entityStatements, type IndexLayout, indexLayout, planForWindow, type RecallQuery } from "../db/repositories/recall";
 import { recallFactsSql } from "../db/repositories/recall-facts";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
@@ -162,6 +162,8 @@ async function main() {
   }
   for (const target of [0, 1]) {
     const userId = meta.people[target]!;
+    // What recall learns of the setup and the person before their first question, and plans with.
+    const layout = await indexLayout(db, userId);
     const size = meta.sizes[target]!;
     for (const kind of kinds) {
       const questions = Array.from({ length: SAMPLES }, (_, n) => question(kind, n, target, size, base));
@@ -186,7 +188,7 @@ async function main() {
           return `${round(percentile(times, 50), 2)} / ${round(percentile(times, 95), 2)}`;
         };
         profile["settings p50/p95"] = await timed(() => []);
-        profile["entities p50/p95"] = await timed((q) => entityStatements(userId, q));
+        profile["entities p50/p95"] = await timed((q) => entityStatements(userId, q, layout));
         if (kind !== "type list") profile["facts p50/p95"] = await timed((q) => [recallFactsSql(userId, q)]);
       }
       // Afterwards, not between them: an exhaustive search reads every embedding of the scope and would
@@ -214,7 +216,7 @@ async function main() {
       rows.push(row);
       results.push(row);
       console.error(JSON.stringify(row));
-      if (target === 0) plans += `\n## ${kind}\n\n${await explain(db, userId, questions[0]!)}\n`;
+      if (target === 0) plans += `\n## ${kind}\n\n${await explain(db, userId, questions[0]!, layout)}\n`;
     }
   }
 
@@ -297,8 +299,11 @@ function question(kind: Kind, n: number, target: number, size: number, base: num
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of the statements recall runs for `q`, planned as it plans them. */
-async function explain(db: Database, userId: string, q: RecallQuery): Promise<string> {
-  const statements = [["entities", recallSql(userId, q)] as const, ...(q.type ? [] : [["facts", recallFactsSql(userId, q)] as const])];
+async function explain(db: Database, userId: string, q: RecallQuery, layout: IndexLayout): Promise<string> {
+  const statements = [
+    ["entities", recallSql(userId, q, layout)] as const,
+    ...(q.type ? [] : [["facts", recallFactsSql(userId, q)] as const]),
+  ];
   let out = `question: ${JSON.stringify({ query: q.query, type: q.type, since: q.since, before: q.before })}\n`;
   for (const [name, statement] of statements) {
     const lines = await db.withUser(userId, async (tx: Tx) => {

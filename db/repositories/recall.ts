@@ -97,18 +97,64 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
  * could disagree on matters more than a memory told meanwhile.
  */
 export async function recall(db: Database, userId: string, query: RecallQuery): Promise<RecallResult[]> {
+  const layout = await indexLayout(db, userId);
   const [entities, facts] = await Promise.all([
-    db.readAsUser<RecallRow>(userId, entityStatements(userId, query)),
+    db.readAsUser<RecallRow>(userId, entityStatements(userId, query, layout)),
     query.type ? [] : db.readAsUser<FactRow>(userId, [recallFactsSql(userId, query)]),
   ]);
   return bestOf(entities.map(toRecalled), facts.map(toRecalledFact), query.limit);
 }
 
 /** The entity statement as recall sends it: a window's after its plan setting (planForWindow). */
-export const entityStatements = (userId: string, query: RecallQuery): SQL[] => [
+export const entityStatements = (userId: string, query: RecallQuery, layout?: IndexLayout): SQL[] => [
   ...(isBounded(query) ? [SORT_OFF] : []),
-  recallSql(userId, query),
+  recallSql(userId, query, layout),
 ];
+
+/**
+ * What the entity statement otherwise asks the server on every run, for the planner to plan every way
+ * it could go: whether row-level security lets `@@` and `%` use their indexes (the superuser setup
+ * marks them LEAKPROOF; a managed database's owner-only setup cannot), and whether the person has a
+ * graph of their own (then they hold more than SCOPE_ROWS). Known, the statement holds those answers as
+ * constants and the planner skips what they rule out: the other setup's branches, and a large person's
+ * small-scope ranking (planning took 1.5–2.6 ms of each statement at 100k memories: bench:recall).
+ */
+export interface IndexLayout {
+  fullTextIndexed: boolean;
+  trigramIndexed: boolean;
+  personGraph: boolean;
+}
+
+/**
+ * How long an IndexLayout is trusted. The setup changes with `npm run db:setup`, a person's graph with
+ * `npm run db:person-indexes` (a nightly job); meanwhile every answer stays right (a graph that appeared
+ * is walked anyway, the planner's choice), and a graph dropped under a person who shrank is missed for
+ * at most this long (their scope counted as large: searched through the shared graph).
+ */
+const LAYOUT_TTL_MS = 10 * 60_000;
+const layouts = new WeakMap<Database, Map<string, { layout: IndexLayout; until: number }>>();
+
+/** `userId`'s IndexLayout on `db`: asked once (one round trip) and then kept LAYOUT_TTL_MS. */
+export async function indexLayout(db: Database, userId: string): Promise<IndexLayout> {
+  const people = layouts.get(db) ?? new Map<string, { layout: IndexLayout; until: number }>();
+  layouts.set(db, people);
+  const kept = people.get(userId);
+  if (kept && kept.until > Date.now()) return kept.layout;
+  const [layout] = await db.readAsUser<IndexLayout>(userId, [
+    sql`select ${FULL_TEXT_INDEXED} as "fullTextIndexed", ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph"`,
+  ]);
+  if (!layout) throw new Error("the index layout query returned no row");
+  people.set(userId, { layout, until: Date.now() + LAYOUT_TTL_MS });
+  return layout;
+}
+
+const FULL_TEXT_INDEXED = sql`(select proleakproof from pg_proc where oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure)`;
+const TRIGRAM_INDEXED = sql`(select proleakproof from pg_proc where oid = 'similarity_op(text, text)'::regprocedure)`;
+/** Whether `userId`'s own graph exists and is valid (one still being built CONCURRENTLY is not). */
+const hasGraph = (userId: string) => sql`exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
+  where c.relname = ${personIndexName(userId)} and i.indisvalid)`;
+/** A known answer as a constant for the planner, else the question that finds it out. */
+const known = (answer: boolean | undefined, question: SQL) => (answer === undefined ? question : sql.raw(String(answer)));
 
 /**
  * Hybrid recall over the person's active entities: pgvector cosine (HNSW), full text and trigram
@@ -132,12 +178,16 @@ function windowOn(column: string, query: Pick<RecallQuery, "since" | "before">) 
     ${query.before ? sql`and ${at} < ${query.before.toISOString()}::timestamptz` : sql``}`;
 }
 
-/** The single statement behind recallEntities (exported for EXPLAIN in benchmarks). */
-export function recallSql(userId: string, query: RecallQuery) {
+/** The single statement behind recallEntities (exported for EXPLAIN in benchmarks); `layout` when known. */
+export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayout) {
   const bounded = isBounded(query);
   const { key, words, phrase, nameTerms } = terms(query.query, bounded);
   const vector = vectorLiteral(query.embedding);
   const scopeLimit = query.scopeRows ?? SCOPE_ROWS;
+  // A person with a graph of their own holds more than SCOPE_ROWS: their whole scope is large, and what
+  // only a small one does is left to the planner as a constant `false` (nothing of it is planned or run).
+  const largeKnown = Boolean(layout?.personGraph) && !bounded && !query.type;
+  const small = largeKnown ? sql`false` : sql`(select small from scope_size)`;
   // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
   // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
   // the HNSW and GIN indexes instead of reading all of the person's rows through the btree.
@@ -158,7 +208,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   // A small scope's sketches and names, read in the order of the person's own index (of the type or the
   // person, by when), which holds them (migration 0018): an index-only scan, never the table or other
   // people's rows. A large scope's are never read.
-  const scopeRows = (columns: SQL) => sql`select ${columns} from entities where ${scope} and (select small from scope_size)
+  const scopeRows = (columns: SQL) => sql`select ${columns} from entities where ${scope} and ${small}
     order by ${WHEN} desc limit ${scopeLimit + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
@@ -182,7 +232,7 @@ export function recallSql(userId: string, query: RecallQuery) {
             (select id, search_name, distance from small_scope_nearest order by distance, id limit ${VECTOR_CANDIDATES})
             union all
             (select id, search_name, embedding <=> ${PROBE} as distance from entities
-             where ${hnswScope} and not (select small from scope_size)
+             where ${hnswScope} and not ${small}
              order by embedding <=> ${PROBE} limit ${VECTOR_CANDIDATES})
           ) nearest where distance <= ${MAX_VECTOR_DISTANCE}`;
   // Every word must appear: selective enough for the GIN index. Every match is ranked before any is cut
@@ -200,7 +250,7 @@ export function recallSql(userId: string, query: RecallQuery) {
     lexemes.map((w) => sql`(strpos(search_name, ${w}) > 0 or strpos(type, ${w}) > 0)`),
     sql` and `,
   );
-  const ftIndexed = sql`(select proleakproof from pg_proc where oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure)`;
+  const ftIndexed = known(layout?.fullTextIndexed, FULL_TEXT_INDEXED);
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (
             select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
@@ -231,11 +281,11 @@ export function recallSql(userId: string, query: RecallQuery) {
   // owner-only setup), names are compared the way a window's are, only when they are few: otherwise
   // every one got a similarity (417 ms at 100k). The exhaustive reference always compares them all.
   const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;
-  const fewNames = sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
+  const fewNames = largeKnown ? sql`false` : sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
   const inScopeRows = (when: SQL) => sql`union
           select id, similarity(search_name, ${phrase}) as sim from scope_rows
           where ${when} and search_name % ${phrase} and ${unmatched}`;
-  const indexed = sql`(select proleakproof from pg_proc where oid = 'similarity_op(text, text)'::regprocedure)`;
+  const indexed = known(layout?.trigramIndexed, TRIGRAM_INDEXED);
   const fallback = query.type
     ? sql``
     : bounded
@@ -243,7 +293,7 @@ export function recallSql(userId: string, query: RecallQuery) {
       : sql`${query.exhaustive ? sql`` : inScopeRows(sql`not ${indexed} and ${fewNames}`)}
           union
           select id, similarity(search_name, ${phrase}) as sim from entities
-          where ${scope} ${query.exhaustive ? sql`` : sql`and ${indexed} and (select small from scope_size)`}
+          where ${scope} ${query.exhaustive ? sql`` : sql`and ${indexed} and ${small}`}
             and search_name % ${phrase} and ${unmatched}`;
   // Equally similar names share a rank: fifty names holding the same words are as similar to them,
   // and ordering them by id gave each a random share of the fused score (the newest of them could fall
@@ -273,9 +323,7 @@ export function recallSql(userId: string, query: RecallQuery) {
   const rows =
     bounded || query.type
       ? counted
-      : sql`case when exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
-                              where c.relname = ${personIndexName(userId)} and i.indisvalid)
-                 then ${scopeLimit + 1}::bigint else ${counted} end`;
+      : sql`case when ${known(layout?.personGraph, hasGraph(userId))} then ${scopeLimit + 1}::bigint else ${counted} end`;
   return sql`
     with
     ${probeCte(vector)},

@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
-import { personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
+import { type IndexLayout, indexLayout, personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
@@ -41,8 +41,8 @@ async function fill(userId: string, count: number) {
   );
 }
 
-/** The indexes the plan of `userId`'s recall walks, with scopes over 10 rows searched through HNSW. */
-async function indexesWalked(userId: string): Promise<string[]> {
+/** The plan of `userId`'s recall statement (for `layout`, when given), with scopes over 10 rows searched through HNSW. */
+async function planOf(userId: string, layout?: IndexLayout): Promise<string[]> {
   const query: RecallQuery = {
     query: "zzz",
     limit: 20,
@@ -52,10 +52,14 @@ async function indexesWalked(userId: string): Promise<string[]> {
   const plan = await db.withUser(userId, async (tx) => {
     // As at scale, where sorting a large person's rows by distance is what the index spares.
     await tx.execute(sqlTag`select set_config('enable_sort', 'off', true)`);
-    return (await tx.execute(sqlTag`explain ${recallSql(userId, query)}`)) as unknown as Array<{ "QUERY PLAN": string }>;
+    return (await tx.execute(sqlTag`explain ${recallSql(userId, query, layout)}`)) as unknown as Array<{ "QUERY PLAN": string }>;
   });
-  return plan.flatMap((row) => /Index Scan using (\S+)/.exec(row["QUERY PLAN"])?.[1] ?? []).filter((name) => name.includes("hnsw"));
+  return plan.map((row) => row["QUERY PLAN"]);
 }
+
+/** The vector indexes the plan of `userId`'s recall walks. */
+const indexesWalked = async (userId: string, layout?: IndexLayout) =>
+  (await planOf(userId, layout)).flatMap((line) => /Index Scan using (\S+)/.exec(line)?.[1] ?? []).filter((name) => name.includes("hnsw"));
 
 const personIndexes = async () =>
   (
@@ -87,6 +91,16 @@ describe("db:person-indexes", () => {
     expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
     expect(await indexesWalked(large.id)).toEqual([personIndexName(large.id)]);
     expect(await indexesWalked(small.id)).toEqual(["entities_embedding_hnsw"]);
+    // Recall learns who has a graph, and plans their statement knowing it: the graph walked, their
+    // scope never counted nor ranked by sketches (no scan of their rows in time order).
+    expect((await indexLayout(db, large.id)).personGraph).toBe(true);
+    expect((await indexLayout(db, small.id)).personGraph).toBe(false);
+    const known = { fullTextIndexed: true, trigramIndexed: true, personGraph: true };
+    expect(await indexesWalked(large.id, known)).toEqual([personIndexName(large.id)]);
+    const planned = await planOf(large.id, known);
+    expect(planned).not.toContainEqual(expect.stringContaining("CTE scope_size"));
+    expect(planned).not.toContainEqual(expect.stringContaining("recall_at_idx"));
+    expect(await planOf(large.id)).toContainEqual(expect.stringContaining("CTE scope_size"));
 
     // A second run changes nothing.
     expect(await tunePersonIndexes(owner, 100)).toEqual([]);

@@ -10,7 +10,8 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
-import { type RecallQuery, recallMemory, recallSql } from "../../db/repositories/recall";
+import { entityStatements, type IndexLayout, indexLayout, type RecallQuery, recallMemory, recallSql } from "../../db/repositories/recall";
+import { type RecallRow, toRecalled } from "../../db/repositories/recall-rows";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { normalizeName } from "../../db/search-key";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
@@ -20,6 +21,7 @@ import { mulberry32 } from "../seeded-random";
 let database: EmbeddedPostgres;
 let owner: postgres.Sql;
 let db: Database;
+let workerUrl: string;
 let userId: string;
 
 const random = mulberry32(28);
@@ -42,7 +44,8 @@ beforeAll(async () => {
   const worker = { role: "soma_worker", password: "recall-owner-only-test" };
   await setupDatabase(database.url, () => {}, { worker });
   owner = postgres(database.url, { max: 1, onnotice: () => {} });
-  db = new Database(workerDatabaseUrl(database.url, worker), { max: 1 });
+  workerUrl = workerDatabaseUrl(database.url, worker);
+  db = new Database(workerUrl, { max: 1 });
   userId = (await createPerson(db, { displayName: "owner-only" })).id;
   // Three hundred memories whose names share "name", "rose", "garden" and "the" with the ones above.
   const rows: Array<[string, string]> = [...NAMED];
@@ -81,6 +84,28 @@ const answers = () =>
       ),
     ),
   );
+
+/**
+ * The entity answers of recall's statement planned for `layout` (recall's IndexLayout), as recall sends
+ * it — right or stale: a layout is kept for minutes, and the setup can change meanwhile.
+ */
+const answersFor = (layout: IndexLayout) =>
+  Promise.all(
+    QUESTIONS.map(async (q) =>
+      (await db.readAsUser<RecallRow>(userId, entityStatements(userId, q, layout))).map((row) => toRecalled(row).entity.name),
+    ),
+  );
+/** The layout recall learns now (a new Database: each keeps what it learnt for minutes). */
+async function learntLayout(): Promise<IndexLayout> {
+  const fresh = new Database(workerUrl, { max: 1 });
+  try {
+    return await indexLayout(fresh, userId);
+  } finally {
+    await fresh.close();
+  }
+}
+const superuserLayout: IndexLayout = { fullTextIndexed: true, trigramIndexed: true, personGraph: false };
+const ownerOnlyLayout: IndexLayout = { fullTextIndexed: false, trigramIndexed: false, personGraph: false };
 
 interface PlanNode {
   /** The operator's line: "Index Only Scan using … (actual …)" or "… (never executed)". */
@@ -124,10 +149,17 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(superuser[6]![0]).toBe("sci-fi reading list");
     expect(superuser[7]![0]).toBe("Solaris");
 
+    expect(await answersFor(superuserLayout)).toEqual(superuser);
+    expect(await learntLayout()).toEqual(superuserLayout);
+
     await owner.unsafe(`alter function similarity_op(text, text) not leakproof;
       alter function word_similarity_op(text, text) not leakproof;
       alter function ts_match_vq(tsvector, tsquery) not leakproof`);
     expect(await answers()).toEqual(superuser);
+    // Recall's statement planned for this setup, and for the other one (a layout learnt before the change).
+    expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
+    expect(await answersFor(superuserLayout)).toEqual(superuser);
+    expect(await learntLayout()).toEqual(ownerOnlyLayout);
   });
 
   it("finds a name's words through the person's covering index and matches only the rows holding them", async () => {
@@ -158,6 +190,8 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
       alter function word_similarity_op(text, text) leakproof;
       alter function ts_match_vq(tsvector, tsquery) leakproof`);
     expect(await answers()).toEqual(superuser);
+    expect(await answersFor(superuserLayout)).toEqual(superuser);
+    expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
     expect((await executedNodes(QUESTIONS[1]!)).map((n) => n.head)).toContainEqual(
       expect.stringContaining("Bitmap Index Scan on entities_user_search_gin"),
     );

@@ -217,7 +217,9 @@ export const entities = pgTable(
     uniqueIndex("entities_user_type_name_uq").on(t.userId, t.type, t.normalizedName),
     // (user, type, updated_at): "which books…" reads the newest of a type straight from the index.
     index("entities_user_type_idx").on(t.userId, t.type, t.updatedAt),
-    index("entities_user_status_idx").on(t.userId, t.status),
+    // (user, status, when): how many of the person's memories a window holds, counted up to recall's
+    // SCOPE_ROWS + 1 in narrow entries (migration 0021; the covering recall_at index's are 200 bytes wide).
+    index("entities_user_status_recall_at_idx").on(t.userId, t.status, t.recallAt),
     index("entities_embedding_hnsw").using("hnsw", t.embedding.op("vector_cosine_ops")),
     // fastupdate off: GIN's pending list makes every search scan all recent inserts until a vacuum
     // merges them (11 ms of a 19 ms recall at 100k on the embedded Postgres, which has no autovacuum).

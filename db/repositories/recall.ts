@@ -196,15 +196,13 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
   const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
 
-  // Whether the scope is small: its first scopeRows + 1 index entries counted, archived ones too (an
-  // upper bound; either path is exact), so that the person's own btree (of the window, the type, or
-  // the person and status) answers alone, without the table: reading the rows took 10 ms at 100k.
-  const typed = query.type ? sql`and type = ${query.type}` : sql``;
-  const countScope = bounded
-    ? sql`user_id = ${userId} ${typed} ${windowOn("recall_at", query)}`
-    : query.type
-      ? sql`user_id = ${userId} ${typed}`
-      : sql`user_id = ${userId} and status = 'active'`;
+  // Whether the scope is small: its first scopeRows + 1 index entries counted, in an index that answers
+  // alone, without the table (reading the rows took 10 ms at 100k): of the person's active memories by
+  // when (migration 0021: narrow entries, 1.0 ms for a month at 100k where the covering index took 2.2),
+  // or of the type by when, archived ones too (an upper bound; either path is exact).
+  const countScope = query.type
+    ? sql`user_id = ${userId} and type = ${query.type} ${windowOn("recall_at", query)}`
+    : sql`user_id = ${userId} and status = 'active' ${windowOn("recall_at", query)}`;
   // A small scope's sketches and names, read in the order of the person's own index (of the type or the
   // person, by when), which holds them (migration 0018): an index-only scan, never the table or other
   // people's rows. A large scope's are never read.

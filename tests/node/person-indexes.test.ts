@@ -99,7 +99,7 @@ describe("db:person-indexes", () => {
     expect(await indexesWalked(large.id, known)).toEqual([personIndexName(large.id)]);
     const planned = await planOf(large.id, known);
     expect(planned).not.toContainEqual(expect.stringContaining("CTE scope_size"));
-    expect(planned).not.toContainEqual(expect.stringContaining("recall_at_idx"));
+    expect(planned).not.toContainEqual(expect.stringContaining("entities_user_recall_at_idx"));
     expect(await planOf(large.id)).toContainEqual(expect.stringContaining("CTE scope_size"));
 
     // A second run changes nothing.

@@ -282,7 +282,8 @@ describe("the database's own guarantees", () => {
     expect(defs.entities_name_trgm).toBeUndefined();
     expect(defs.entities_search_gin).toBeUndefined();
     expect(defs.entities_user_type_idx).toMatch(/\(user_id, type, updated_at\)/);
-    expect(defs.entities_user_status_idx).toMatch(/\(user_id, status\)/);
+    expect(defs.entities_user_status_idx).toBeUndefined();
+    expect(defs.entities_user_status_recall_at_idx).toMatch(/\(user_id, status, recall_at\)/);
   });
 
   it("mirrors auth.users into public.users", async () => {

@@ -230,7 +230,7 @@ export const entities = pgTable(
     index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
     // Both also carry (INCLUDE, migration 0018) status, id, sketch and search_name: ranking a scope by sketch reads
-    // the index alone.
+    // the index alone; this one also the type (migration 0022), for a window's names holding a question's words.
     index("entities_user_recall_at_idx").on(t.userId, t.recallAt),
     // "Which books did I read last month?": the type's window straight from the index, not the whole
     // window filtered by type (7,000 rows read and dropped for a month at 100k).

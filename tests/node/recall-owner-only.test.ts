@@ -118,9 +118,9 @@ interface PlanNode {
  * The nodes of an EXPLAIN ANALYZE of the entity statement that ran. Sequential scans are off: at three
  * hundred rows the planner reads the table whole, where at a person's real size it takes the indexes.
  */
-async function executedNodes(query: RecallQuery): Promise<PlanNode[]> {
+async function executedNodes(query: RecallQuery, { bitmaps = true, unexecuted = false } = {}): Promise<PlanNode[]> {
   const lines = await db.withUser(userId, async (tx) => {
-    await tx.execute(sqlTag`select set_config('enable_seqscan', 'off', true)`);
+    await tx.execute(sqlTag`select set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', ${String(bitmaps)}, true)`);
     return (await tx.execute(sqlTag`explain (analyze, costs off) ${recallSql(userId, query)}`)) as unknown as Array<{
       "QUERY PLAN": string;
     }>;
@@ -130,7 +130,7 @@ async function executedNodes(query: RecallQuery): Promise<PlanNode[]> {
     if (/\((actual|never executed)/.test(line)) nodes.push({ head: line.trim(), detail: [] });
     else nodes.at(-1)?.detail.push(line.trim());
   }
-  return nodes.filter((n) => !n.head.includes("never executed"));
+  return nodes.filter((n) => unexecuted || !n.head.includes("never executed"));
 }
 const filtering = (nodes: PlanNode[], what: string) =>
   nodes.filter((n) => n.detail.some((d) => d.startsWith("Filter:") && d.includes(what)));
@@ -172,6 +172,12 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     const matched = filtering(nodes, "search @@");
     expect(matched.length).toBeGreaterThan(0);
     for (const node of matched) expect(removed(node)).toBeLessThanOrEqual(1);
+    // In a window (a month ago: none of the person's names), index-only through the window's own index,
+    // which carries the type (migration 0022): the window is its range, where the (user, type,
+    // recall_at) index read every name of the person.
+    const month = { since: new Date(Date.now() - 31 * 86_400_000), before: new Date(Date.now() - 30 * 86_400_000) };
+    const windowed = filtering(await executedNodes({ ...QUESTIONS[1]!, ...month }, { bitmaps: false, unexecuted: true }), "strpos(");
+    expect(windowed.map((n) => n.head)).toEqual([expect.stringContaining("Index Only Scan using entities_user_recall_at_idx")]);
   });
 
   it("compares a misspelled name with every name only for a person holding few", async () => {

@@ -115,8 +115,9 @@ interface PlanNode {
 }
 
 /**
- * The nodes of an EXPLAIN ANALYZE of the entity statement that ran. Sequential scans are off: at three
- * hundred rows the planner reads the table whole, where at a person's real size it takes the indexes.
+ * The nodes of an EXPLAIN ANALYZE of the entity statement that ran (`unexecuted`: also those it never
+ * reached). Sequential scans are off (and bitmap scans, without `bitmaps`): at three hundred rows the
+ * planner reads the table whole, where at a person's real size it takes the indexes.
  */
 async function executedNodes(query: RecallQuery, { bitmaps = true, unexecuted = false } = {}): Promise<PlanNode[]> {
   const lines = await db.withUser(userId, async (tx) => {

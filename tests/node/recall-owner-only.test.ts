@@ -152,6 +152,7 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
 
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(superuserLayout);
+    expect(await indexLayout(db, userId)).toEqual(superuserLayout);
 
     await owner.unsafe(`alter function similarity_op(text, text) not leakproof;
       alter function word_similarity_op(text, text) not leakproof;
@@ -161,6 +162,9 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(ownerOnlyLayout);
+    // A Database keeps what it learnt (for minutes): its recall plans for the old setup meanwhile, and
+    // answers the same (above).
+    expect(await indexLayout(db, userId)).toEqual(superuserLayout);
   });
 
   it("finds a name's words through the person's covering index and matches only the rows holding them", async () => {

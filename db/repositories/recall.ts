@@ -97,10 +97,13 @@ export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): 
  * could disagree on matters more than a memory told meanwhile.
  */
 export async function recall(db: Database, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  const layout = await indexLayout(db, userId);
+  // Unknown (a person's first recall on this Database, or kept too long): the statement that asks, and
+  // the layout learnt beside it for the next ones, never a round trip before it.
+  const layout = keptLayout(db, userId);
   const [entities, facts] = await Promise.all([
     db.readAsUser<RecallRow>(userId, entityStatements(userId, query, layout)),
     query.type ? [] : db.readAsUser<FactRow>(userId, [recallFactsSql(userId, query)]),
+    layout ?? indexLayout(db, userId),
   ]);
   return bestOf(entities.map(toRecalled), facts.map(toRecalledFact), query.limit);
 }
@@ -134,17 +137,22 @@ export interface IndexLayout {
 const LAYOUT_TTL_MS = 10 * 60_000;
 const layouts = new WeakMap<Database, Map<string, { layout: IndexLayout; until: number }>>();
 
+/** `userId`'s IndexLayout as `db` learnt it, unless it is older than LAYOUT_TTL_MS. */
+function keptLayout(db: Database, userId: string): IndexLayout | undefined {
+  const kept = layouts.get(db)?.get(userId);
+  return kept && kept.until > Date.now() ? kept.layout : undefined;
+}
+
 /** `userId`'s IndexLayout on `db`: asked once (one round trip) and then kept LAYOUT_TTL_MS. */
 export async function indexLayout(db: Database, userId: string): Promise<IndexLayout> {
-  const people = layouts.get(db) ?? new Map<string, { layout: IndexLayout; until: number }>();
-  layouts.set(db, people);
-  const kept = people.get(userId);
-  if (kept && kept.until > Date.now()) return kept.layout;
+  const kept = keptLayout(db, userId);
+  if (kept) return kept;
   const [layout] = await db.readAsUser<IndexLayout>(userId, [
     sql`select ${FULL_TEXT_INDEXED} as "fullTextIndexed", ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph"`,
   ]);
   if (!layout) throw new Error("the index layout query returned no row");
-  people.set(userId, { layout, until: Date.now() + LAYOUT_TTL_MS });
+  const people = layouts.get(db) ?? new Map<string, { layout: IndexLayout; until: number }>();
+  layouts.set(db, people.set(userId, { layout, until: Date.now() + LAYOUT_TTL_MS }));
   return layout;
 }
 

@@ -10,7 +10,15 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
-import { entityStatements, type IndexLayout, indexLayout, type RecallQuery, recallMemory, recallSql } from "../../db/repositories/recall";
+import {
+  entityStatements,
+  type IndexLayout,
+  indexLayout,
+  type RecallQuery,
+  recall,
+  recallMemory,
+  recallSql,
+} from "../../db/repositories/recall";
 import { type RecallRow, toRecalled } from "../../db/repositories/recall-rows";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { normalizeName } from "../../db/search-key";
@@ -107,6 +115,14 @@ async function learntLayout(): Promise<IndexLayout> {
 const superuserLayout: IndexLayout = { fullTextIndexed: true, trigramIndexed: true, personGraph: false };
 const ownerOnlyLayout: IndexLayout = { fullTextIndexed: false, trigramIndexed: false, personGraph: false };
 
+/** The plan of the entity statement for `query` (planned for `layout`, when given). */
+async function plan(query: RecallQuery, layout?: IndexLayout): Promise<string[]> {
+  const lines = (await db.withUser(userId, (tx) => tx.execute(sqlTag`explain ${recallSql(userId, query, layout)}`))) as unknown as Array<{
+    "QUERY PLAN": string;
+  }>;
+  return lines.map((l) => l["QUERY PLAN"]);
+}
+
 interface PlanNode {
   /** The operator's line: "Index Only Scan using … (actual …)" or "… (never executed)". */
   head: string;
@@ -152,7 +168,13 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
 
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(superuserLayout);
-    expect(await indexLayout(db, userId)).toEqual(superuserLayout);
+    // The tools' recall: its first statement plans every way, and the layout is learnt beside it.
+    const first = await recall(db, userId, QUESTIONS[0]!);
+    expect(first.map((r) => (r.kind === "entity" ? r.entity.name : r.fact.statement))).toEqual(superuser[0]);
+    // Planned for a layout, the statement asks pg_proc nothing: the other setup's branches are left out.
+    expect(await plan(QUESTIONS[1]!)).toContainEqual(expect.stringContaining("pg_proc"));
+    expect(await plan(QUESTIONS[1]!, superuserLayout)).not.toContainEqual(expect.stringContaining("pg_proc"));
+    expect(await plan(QUESTIONS[1]!, ownerOnlyLayout)).not.toContainEqual(expect.stringContaining("pg_proc"));
 
     await owner.unsafe(`alter function similarity_op(text, text) not leakproof;
       alter function word_similarity_op(text, text) not leakproof;
@@ -162,8 +184,8 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(ownerOnlyLayout);
-    // A Database keeps what it learnt (for minutes): its recall plans for the old setup meanwhile, and
-    // answers the same (above).
+    // The Database recall learnt it on keeps it (for minutes): its recall plans for the old setup
+    // meanwhile, and answers the same (above).
     expect(await indexLayout(db, userId)).toEqual(superuserLayout);
   });
 

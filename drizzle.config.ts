@@ -5,5 +5,5 @@ export default defineConfig({
   dialect: "postgresql",
   schema: "./db/schema.ts",
   out: "./db/migrations",
-  schemaFilter: ["public", "auth"],
+  schemaFilter: ["public", "auth", "search"],
 });

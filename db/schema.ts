@@ -1,5 +1,6 @@
-// The database schema: exactly seven tables in `public` (user data, all under row-level security) and
-// the sign-in tables in `auth`. Policies, roles and triggers live in db/sql/ because drizzle-kit does
+// The database schema: exactly seven tables in `public` (user data, all under row-level security), the
+// sign-in tables in `auth`, and in `search` what recall finds words through where the setup leaves it
+// no other index (derived from `public`, kept by a trigger, under row-level security too). Policies, roles and triggers live in db/sql/ because drizzle-kit does
 // not express them all; `npm run db:setup` applies both in the spec's fixed order.
 import { sql } from "drizzle-orm";
 import {
@@ -11,6 +12,7 @@ import {
   jsonb,
   pgSchema,
   pgTable,
+  primaryKey,
   real,
   text,
   timestamp,
@@ -346,6 +348,32 @@ export const facts = pgTable(
     // instead of computed over every fact of the person (db/repositories/recall.ts).
     index("facts_user_search_key_trgm").using("gin", t.userId, t.searchKey.op("gin_trgm_ops")).with({ fastupdate: false }),
   ],
+);
+
+// ---------------------------------------------------------------------------------------------
+// search: derived from public, written only by its triggers (migration 0023).
+// ---------------------------------------------------------------------------------------------
+export const search = pgSchema("search");
+
+/**
+ * Every whole word of an entity's name and type (the weight-A lexemes of entities.search), one row
+ * each, kept by a trigger on entities. Where row-level security keeps `@@` from the GIN index (a
+ * managed database's owner-only setup cannot mark it LEAKPROOF), recall finds the memories holding a
+ * question's words here: `=` and ranges of text are leakproof, so a btree reaches them under the policy
+ * (db/repositories/recall.ts). `word` is in the "C" collation (migration 0023): a word's beginning is
+ * the range [beginning, next string of that length), byte order.
+ */
+export const entityWords = search.table(
+  "entity_words",
+  {
+    /** The entity's person (its row goes with the entity's, which goes with theirs). */
+    userId: uuid("user_id").notNull(),
+    word: text("word").notNull(),
+    entityId: uuid("entity_id")
+      .notNull()
+      .references(() => entities.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.entityId, t.word] }), index("entity_words_user_word_idx").on(t.userId, t.word, t.entityId)],
 );
 
 /** The seven user-data tables, in the order the RLS tests and setup checks walk them. */

@@ -29,6 +29,11 @@ grant select, insert, update, delete on
   public.oauth_connections, public.entities, public.edges, public.events, public.facts, public.sources
   to soma_app;
 
+-- The words of the person's memories (migration 0023): written by the trigger on entities, which runs
+-- as soma_app; recall reads them.
+grant usage on schema search to soma_app;
+grant select, insert, delete on search.entity_words to soma_app;
+
 grant select, insert, update, delete on auth.users, auth.sessions, auth.login_tokens to soma_auth;
 -- Account tombstones and the once-a-day group notice are sign-in decisions of the Telegram and Google doors.
 grant select, insert, update, delete on auth.deleted_people, auth.group_chat_notices to soma_auth;

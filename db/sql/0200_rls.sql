@@ -46,6 +46,18 @@ begin
   end loop;
 end $$;
 
+-- The words of the person's memories (migration 0023), derived from entities: the person's own only,
+-- as the trigger on entities writes them (an UPDATE is a DELETE and an INSERT there).
+alter table search.entity_words enable row level security;
+alter table search.entity_words force row level security;
+drop policy if exists entity_words_select on search.entity_words;
+drop policy if exists entity_words_insert on search.entity_words;
+drop policy if exists entity_words_delete on search.entity_words;
+create policy entity_words_select on search.entity_words for select using (user_id = (select auth.current_user_id()));
+create policy entity_words_insert on search.entity_words for insert
+  with check (user_id = (select auth.current_user_id()) and auth.owns_entity(entity_id));
+create policy entity_words_delete on search.entity_words for delete using (user_id = (select auth.current_user_id()));
+
 -- soma_system may list people and mail connections (only the columns granted in 0100_roles.sql).
 drop policy if exists users_system_select on public.users;
 create policy users_system_select on public.users for select to soma_system using (true);

@@ -199,6 +199,55 @@ describe("row-level security through Database.withUser", () => {
   });
 });
 
+describe("the words of a person's memories (search.entity_words, migration 0023)", () => {
+  /** The words the owner sees for `entity`, sorted. */
+  const wordsOf = async (entity: string) =>
+    (await owner`select word from search.entity_words where entity_id = ${entity} order by word`).map((r) => String(r.word));
+  const as = (person: Person, statement: ReturnType<typeof sql>) =>
+    testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
+
+  it("are written with the entity, changed with its name or type, and gone with it", async () => {
+    const person = await newPerson("words");
+    const [row] = await as(
+      person,
+      sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'The Name of the Rose', 'the name of the rose') returning id`,
+    );
+    const id = String(row?.id);
+    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
+    await as(person, sql`update entities set properties = '{"read": true}', status = 'archived' where id = ${id}`);
+    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
+    await as(
+      person,
+      sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa', type = 'novel' where id = ${id}`,
+    );
+    expect(await wordsOf(id)).toEqual(["della", "il", "nome", "novel", "rosa"]);
+    await as(person, sql`delete from entities where id = ${id}`);
+    expect(await wordsOf(id)).toEqual([]);
+  });
+
+  it("are the person's own: another person reads, writes and deletes none of them", async () => {
+    const alice = await seed(await newPerson("alice-words"));
+    const bob = await newPerson("bob-words");
+    const [book] = alice.entities;
+    expect(await wordsOf(book)).toEqual(["book", "dune"]);
+    expect(await as(bob, sql`select * from search.entity_words where entity_id = ${book}`)).toEqual([]);
+    expect(await as(bob, sql`delete from search.entity_words where entity_id = ${book} returning word`)).toEqual([]);
+    expect(await wordsOf(book)).toEqual(["book", "dune"]);
+    const { error: theirs } = await attempt(bob, (tx) =>
+      tx.execute(sql`insert into search.entity_words (user_id, word, entity_id) values (${alice.person.id}, 'x', ${book})`),
+    );
+    expect(theirs).toMatch(/row-level security/);
+    // Bob's own row pointing at Alice's memory.
+    const { error: pointing } = await attempt(bob, (tx) =>
+      tx.execute(sql`insert into search.entity_words (user_id, word, entity_id) values (${bob.id}, 'x', ${book})`),
+    );
+    expect(pointing).toMatch(/row-level security/);
+    const [forced] =
+      await owner`select relrowsecurity as enabled, relforcerowsecurity as forced from pg_class where oid = 'search.entity_words'::regclass`;
+    expect(forced).toEqual({ enabled: true, forced: true });
+  });
+});
+
 describe("finding 6: the Worker's own connection (HYPERDRIVE) is a login role without rights of its own", () => {
   let alice: Seeded;
   let bob: Seeded;

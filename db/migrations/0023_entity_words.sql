@@ -4,10 +4,12 @@
 -- of an entity's name and type (the weight-A lexemes of entities.search) is a row here, kept by the
 -- trigger below; `=` and ranges of text are leakproof, so the (user_id, word) btree reaches them under
 -- the policy (db/sql/0200_rls.sql), and a word's beginning is a range of the "C" collation's byte order.
--- The trigger is created before the rows are copied: it locks entities against writes until the
--- migration commits, so no memory is written between the copy and the trigger. The copy reads every
--- person's entities as the owner (row-level security set aside for it, as in 0008); at a million
--- memories it writes ~5 million rows, about a minute.
+-- The trigger runs as the owner (SECURITY DEFINER): the runtime role may read the words (db/sql/0100_roles.sql)
+-- but never write them, and a write to entities keeps working whichever of the setup's steps has run
+-- (the policies come with db/sql/0200_rls.sql). It is created before the rows are copied: it locks
+-- entities against writes until the migration commits, so no memory is written between the copy and
+-- the trigger. The copy reads every person's entities as the owner (row-level security set aside for
+-- it, as in 0008).
 CREATE SCHEMA IF NOT EXISTS "search";--> statement-breakpoint
 CREATE TABLE "search"."entity_words" (
 	"user_id" uuid NOT NULL,
@@ -15,7 +17,7 @@ CREATE TABLE "search"."entity_words" (
 	"entity_id" uuid NOT NULL
 );--> statement-breakpoint
 CREATE FUNCTION "search"."entity_words_sync"() RETURNS trigger
-  LANGUAGE plpgsql
+  LANGUAGE plpgsql SECURITY DEFINER
   SET search_path = pg_catalog, pg_temp
   AS $$
 BEGIN
@@ -29,6 +31,7 @@ BEGIN
     SELECT new.user_id, l.lexeme, new.id FROM unnest(new.search) l WHERE 'A' = ANY (l.weights);
   RETURN NULL;
 END $$;--> statement-breakpoint
+REVOKE ALL ON FUNCTION "search"."entity_words_sync"() FROM PUBLIC;--> statement-breakpoint
 CREATE TRIGGER "entities_words" AFTER INSERT OR UPDATE OF "user_id", "normalized_name", "type" ON "public"."entities"
   FOR EACH ROW EXECUTE FUNCTION "search"."entity_words_sync"();--> statement-breakpoint
 ALTER TABLE "entities" NO FORCE ROW LEVEL SECURITY;--> statement-breakpoint

@@ -29,10 +29,11 @@ grant select, insert, update, delete on
   public.oauth_connections, public.entities, public.edges, public.events, public.facts, public.sources
   to soma_app;
 
--- The words of the person's memories (migration 0023): written by the trigger on entities, which runs
--- as soma_app; recall reads them.
+-- The words of the person's memories (migration 0023): recall reads them; only the trigger on entities
+-- (running as the owner) writes them. The revoke takes back what an earlier setup of this release granted.
 grant usage on schema search to soma_app;
-grant select, insert, delete on search.entity_words to soma_app;
+grant select on search.entity_words to soma_app;
+revoke insert, update, delete on search.entity_words from soma_app;
 
 grant select, insert, update, delete on auth.users, auth.sessions, auth.login_tokens to soma_auth;
 -- Account tombstones and the once-a-day group notice are sign-in decisions of the Telegram and Google doors.

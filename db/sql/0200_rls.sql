@@ -46,8 +46,9 @@ begin
   end loop;
 end $$;
 
--- The words of the person's memories (migration 0023), derived from entities: the person's own only,
--- as the trigger on entities writes them (an UPDATE is a DELETE and an INSERT there).
+-- The words of the person's memories (migration 0023), derived from entities: the person's own only.
+-- The trigger on entities writes them as the owner, for the person whose memory it is (an UPDATE is a
+-- DELETE and an INSERT there); the runtime role may only read them (db/sql/0100_roles.sql).
 alter table search.entity_words enable row level security;
 alter table search.entity_words force row level security;
 drop policy if exists entity_words_select on search.entity_words;

@@ -414,4 +414,6 @@ const STAND_IN_SCHEMA = `
   create table public.entities (id uuid primary key default gen_random_uuid(), user_id uuid, type text, name text, normalized_name text, source_id uuid);
   create table public.edges (id uuid primary key default gen_random_uuid(), user_id uuid, from_id uuid, to_id uuid, source_id uuid);
   create table public.events (id uuid primary key default gen_random_uuid(), user_id uuid, kind text, idempotency_key text, source_id uuid);
-  create table public.facts (id uuid primary key default gen_random_uuid(), user_id uuid, source_id uuid);`;
+  create table public.facts (id uuid primary key default gen_random_uuid(), user_id uuid, source_id uuid);
+  create schema search;
+  create table search.entity_words (user_id uuid, word text, entity_id uuid);`;

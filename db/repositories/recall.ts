@@ -117,18 +117,15 @@ export const entityStatements = (userId: string, query: RecallQuery, layout?: In
 /**
  * What the entity statement otherwise asks the server on every run, for the planner to plan every way
  * it could go: whether row-level security lets `@@` and `%` use their indexes (the superuser setup
- * marks them LEAKPROOF; a managed database's owner-only setup cannot), whether the person has a graph
- * of their own (then they hold more than SCOPE_ROWS), and how many memories they hold. Known, the
- * statement holds those answers as constants and the planner skips what they rule out: the other
- * setup's branches, a large person's small-scope ranking (planning took 1.5–2.6 ms of each statement at
- * 100k memories: bench:recall), and a small person's count of their scope and HNSW branch.
+ * marks them LEAKPROOF; a managed database's owner-only setup cannot), and whether the person has a
+ * graph of their own (then they hold more than SCOPE_ROWS). Known, the statement holds those answers as
+ * constants and the planner skips what they rule out: the other setup's branches, and a large person's
+ * small-scope ranking (planning took 1.5–2.6 ms of each statement at 100k memories: bench:recall).
  */
 export interface IndexLayout {
   fullTextIndexed: boolean;
   trigramIndexed: boolean;
   personGraph: boolean;
-  /** The person's active memories, counted up to SCOPE_ROWS + 1 (then: more than SCOPE_ROWS). */
-  memories: number;
 }
 
 /**
@@ -151,8 +148,7 @@ export async function indexLayout(db: Database, userId: string): Promise<IndexLa
   const kept = keptLayout(db, userId);
   if (kept) return kept;
   const [layout] = await db.readAsUser<IndexLayout>(userId, [
-    sql`select ${FULL_TEXT_INDEXED} as "fullTextIndexed", ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph",
-               ${countUpTo(sql`user_id = ${userId} and status = 'active'`, SCOPE_ROWS + 1)}::int as "memories"`,
+    sql`select ${FULL_TEXT_INDEXED} as "fullTextIndexed", ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph"`,
   ]);
   if (!layout) throw new Error("the index layout query returned no row");
   const people = layouts.get(db) ?? new Map<string, { layout: IndexLayout; until: number }>();
@@ -165,8 +161,6 @@ const TRIGRAM_INDEXED = sql`(select proleakproof from pg_proc where oid = 'simil
 /** Whether `userId`'s own graph exists and is valid (one still being built CONCURRENTLY is not). */
 const hasGraph = (userId: string) => sql`exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
   where c.relname = ${personIndexName(userId)} and i.indisvalid)`;
-/** How many rows `where` holds, counted up to `limit` (from an index that answers alone, where one does). */
-const countUpTo = (where: SQL, limit: number) => sql`(select count(*) from (select 1 from entities where ${where} limit ${limit}) s)`;
 /**
  * The first string past every string beginning with `prefix`, in the "C" collation's order (code
  * points): its last character's successor (surrogates skipped, Postgres text holds none).
@@ -212,12 +206,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // A person with a graph of their own holds more than SCOPE_ROWS: their whole scope is large, and what
   // only a small one does is left to the planner as a constant `false` (nothing of it is planned or run).
   const largeKnown = Boolean(layout?.personGraph) && !bounded && !query.type;
-  // A person who held no more than scopeLimit memories when the layout was learnt: every scope of theirs
-  // is small without counting it (2 ms for 10,000 entries) and the HNSW branch is never planned. Their
-  // scope is then ranked whole, however many it holds now: exact still if they have grown since (an
-  // import), only slower, for at most LAYOUT_TTL_MS.
-  const smallKnown = layout !== undefined && !layout.personGraph && layout.memories <= Math.min(scopeLimit, SCOPE_ROWS);
-  const small = smallKnown ? sql`true` : largeKnown ? sql`false` : sql`(select small from scope_size)`;
+  const small = largeKnown ? sql`false` : sql`(select small from scope_size)`;
   // Row-level security already limits every scan to this person; repeating "user_id = <constant>"
   // gives the planner the person's real row count (the policy's setting is opaque to it), so it walks
   // the HNSW and GIN indexes instead of reading all of the person's rows through the btree.
@@ -237,7 +226,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // person, by when), which holds them (migration 0018): an index-only scan, never the table or other
   // people's rows. A large scope's are never read.
   const scopeRows = (columns: SQL) => sql`select ${columns} from entities where ${scope} and ${small}
-    ${smallKnown ? sql`` : sql`order by ${WHEN} desc limit ${scopeLimit + 1}`}`;
+    order by ${WHEN} desc limit ${scopeLimit + 1}`;
   // The same scope for HNSW: a window's bounds on an expression, so that the planner walks the vector
   // index with them as its filter instead of reading the whole window through the btree and computing
   // every row's distance (470 ms for a year at 100k).
@@ -321,11 +310,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // owner-only setup), names are compared the way a window's are, only when they are few: otherwise
   // every one got a similarity (417 ms at 100k). The exhaustive reference always compares them all.
   const unmatched = sql`not exists (select 1 from fuzzy where sim >= ${TRIGRAM_MATCH}) and not exists (select 1 from fulltext_hits)`;
-  const fewNames = largeKnown
-    ? sql`false`
-    : smallKnown && layout.memories <= FALLBACK_ROWS
-      ? sql`true`
-      : sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
+  const fewNames = largeKnown ? sql`false` : sql`(select rows from scope_size) <= ${FALLBACK_ROWS}`;
   const inScopeRows = (when: SQL) => sql`union
           select id, similarity(search_name, ${phrase}) as sim from scope_rows
           where ${when} and search_name % ${phrase} and ${unmatched}`;
@@ -363,10 +348,9 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // A person with a graph of their own holds more than SCOPE_ROWS (ops/person-indexes.ts): their whole
   // scope is large without counting 10,001 index entries (2.6 ms of each of their questions). A graph
   // still being built (CONCURRENTLY) is not valid yet, and not taken.
-  // A person known small needs the count only to know whether the scope's names are few: up to FALLBACK_ROWS + 1.
-  const counted = countUpTo(countScope, (smallKnown ? FALLBACK_ROWS : scopeLimit) + 1);
+  const counted = sql`(select count(*) from (select 1 from entities where ${countScope} limit ${scopeLimit + 1}) s)`;
   const rows =
-    bounded || query.type || smallKnown
+    bounded || query.type
       ? counted
       : sql`case when ${known(layout?.personGraph, hasGraph(userId))} then ${scopeLimit + 1}::bigint else ${counted} end`;
   return sql`

@@ -18,7 +18,6 @@ import {
   recall,
   recallMemory,
   recallSql,
-  SCOPE_ROWS,
 } from "../../db/repositories/recall";
 import { type RecallRow, toRecalled } from "../../db/repositories/recall-rows";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
@@ -105,22 +104,17 @@ const answersFor = (layout: IndexLayout) =>
       (await db.readAsUser<RecallRow>(userId, entityStatements(userId, q, layout))).map((row) => toRecalled(row).entity.name),
     ),
   );
-/** The layout recall learns now for `person` (a new Database: each keeps what it learnt for minutes). */
-async function learntLayoutOf(person: string): Promise<IndexLayout> {
+/** The layout recall learns now (a new Database: each keeps what it learnt for minutes). */
+async function learntLayout(): Promise<IndexLayout> {
   const fresh = new Database(workerUrl, { max: 1 });
   try {
-    return await indexLayout(fresh, person);
+    return await indexLayout(fresh, userId);
   } finally {
     await fresh.close();
   }
 }
-const learntLayout = () => learntLayoutOf(userId);
-/** The person's memories: NAMED and three hundred more (beforeAll). */
-const MEMORIES = NAMED.length + 300;
-const superuserLayout: IndexLayout = { fullTextIndexed: true, trigramIndexed: true, personGraph: false, memories: MEMORIES };
-const ownerOnlyLayout: IndexLayout = { fullTextIndexed: false, trigramIndexed: false, personGraph: false, memories: MEMORIES };
-/** A layout that knows the setup but not how many the person holds (more than SCOPE_ROWS): scopes are counted. */
-const uncounted = (layout: IndexLayout): IndexLayout => ({ ...layout, memories: SCOPE_ROWS + 1 });
+const superuserLayout: IndexLayout = { fullTextIndexed: true, trigramIndexed: true, personGraph: false };
+const ownerOnlyLayout: IndexLayout = { fullTextIndexed: false, trigramIndexed: false, personGraph: false };
 
 /** The plan of the entity statement for `query` (planned for `layout`, when given). */
 async function plan(query: RecallQuery, layout?: IndexLayout): Promise<string[]> {
@@ -176,7 +170,6 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(superuser[7]![0]).toBe("Solaris");
 
     expect(await answersFor(superuserLayout)).toEqual(superuser);
-    expect(await answersFor(uncounted(superuserLayout))).toEqual(superuser);
     expect(await learntLayout()).toEqual(superuserLayout);
     // The tools' recall: its first statement plans every way, and the layout is learnt beside it.
     const first = await recall(db, userId, QUESTIONS[0]!);
@@ -193,7 +186,6 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(await answers(10)).toEqual(superuserLarge);
     // Recall's statement planned for this setup, and for the other one (a layout learnt before the change).
     expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
-    expect(await answersFor(uncounted(ownerOnlyLayout))).toEqual(superuser);
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(ownerOnlyLayout);
     // The Database recall learnt it on keeps it (for minutes): its recall plans for the old setup
@@ -251,38 +243,5 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     const trigrams = (nodes: PlanNode[]) => nodes.filter((n) => n.head.includes("Bitmap Index Scan on entities_user_name_trgm"));
     expect(trigrams(await executedNodes(QUESTIONS[8]!))).toHaveLength(1);
     expect(trigrams(await executedNodes({ ...QUESTIONS[8]!, scopeRows: 10 }))).toEqual([]);
-  });
-});
-
-describe("recall for a person known to hold few (IndexLayout.memories)", () => {
-  it("plans no count of their scope and no HNSW walk", async () => {
-    for (const layout of [superuserLayout, ownerOnlyLayout]) {
-      const planned = await plan(QUESTIONS[8]!, layout);
-      expect(planned).not.toContainEqual(expect.stringContaining("scope_size"));
-      expect(planned).not.toContainEqual(expect.stringContaining("hnsw"));
-    }
-    expect(await plan(QUESTIONS[8]!, uncounted(superuserLayout))).toContainEqual(expect.stringContaining("scope_size"));
-  });
-
-  it("ranks their whole scope when they have grown since it was learnt", async () => {
-    const grower = (await createPerson(db, { displayName: "grower" })).id;
-    const probe = vector();
-    const insert = (name: string, embedding: number[], happened: string | null) =>
-      db.withUser(grower, (tx) =>
-        tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name, embedding, happened_at)
-          values (${grower}, 'note', ${name}, ${normalizeName(name)}, ${literal(embedding)}::vector, ${happened}::timestamptz)`),
-      );
-    for (let i = 0; i < 40; i++) await insert(`Errand ${i}`, vector(), null);
-    const learnt = await learntLayoutOf(grower);
-    expect(learnt.memories).toBe(40);
-    // Then sixty more, the nearest to the question among them and the oldest of all (it happened in 2001):
-    // a scope of 50 rows at most (scopeRows) ranked by its newest 51 would never see it.
-    await insert("Harbour lights", probe, "2001-05-01T00:00:00Z");
-    for (let i = 0; i < 59; i++) await insert(`Chore ${i}`, vector(), null);
-    const question: RecallQuery = { query: "quiet evening", limit: 20, embedding: probe, scopeRows: 50 };
-    const names = async (layout?: IndexLayout) =>
-      (await db.readAsUser<RecallRow>(grower, entityStatements(grower, question, layout))).map((row) => toRecalled(row).entity.name);
-    expect(await names(learnt)).toEqual(["Harbour lights"]);
-    expect(await names()).toEqual(["Harbour lights"]);
   });
 });

@@ -15,7 +15,7 @@ export interface RealPostgres {
   stop(): void;
 }
 
-function findPostgres(): { run: (program: string, args: string[]) => void } | null {
+function findPostgres(): { version: string; run: (program: string, args: string[]) => void } | null {
   const root = "/usr/lib/postgresql";
   if (!existsSync(root)) return null;
   const version = readdirSync(root)
@@ -26,6 +26,7 @@ function findPostgres(): { run: (program: string, args: string[]) => void } | nu
   const asRoot = process.getuid?.() === 0;
   if (asRoot && spawnSync("id", ["postgres"]).status !== 0) return null;
   return {
+    version,
     run: (program, args) => {
       const [command, argv] = asRoot ? ["runuser", ["-u", "postgres", "--", join(bin, program), ...args]] : [join(bin, program), args];
       execFileSync(command as string, argv as string[], { stdio: "ignore" });
@@ -35,6 +36,9 @@ function findPostgres(): { run: (program: string, args: string[]) => void } | nu
 
 const installed = findPostgres();
 export const realPostgresInstalled = installed !== null;
+/** Whether that server also has pgvector (built from its source: the README's bench section). */
+export const realPgvectorInstalled =
+  installed !== null && existsSync(`/usr/share/postgresql/${installed.version}/extension/vector.control`);
 
 /** Starts a new cluster that checks passwords (scram-sha-256) for every TCP connection. */
 export async function startRealPostgres(): Promise<RealPostgres> {

@@ -1,7 +1,8 @@
 // The database schema: exactly seven tables in `public` (user data, all under row-level security), the
-// sign-in tables in `auth`, and in `search` what recall finds words through where the setup leaves it
-// no other index (derived from `public`, kept by a trigger, under row-level security too). Policies, roles and triggers live in db/sql/ because drizzle-kit does
-// not express them all; `npm run db:setup` applies both in the spec's fixed order.
+// sign-in tables in `auth`, and in `search` the words recall finds memories by where the setup leaves it
+// no other index (derived from `public`, kept by a trigger, under row-level security too). Policies,
+// roles and triggers live in db/sql/ because drizzle-kit does not express them all; `npm run db:setup`
+// applies both in the spec's fixed order.
 import { sql } from "drizzle-orm";
 import {
   bigint,

@@ -22,7 +22,7 @@ import {
   VECTOR_CANDIDATES,
   vectorLiteral,
 } from "./recall-shared";
-import { terms } from "./recall-terms";
+import { followingPrefix, type NameLexeme, nameLexeme, terms } from "./recall-terms";
 
 export type { RecallResult, RecalledEntity } from "./recall-rows";
 export type { RecallQuery } from "./recall-shared";
@@ -161,17 +161,6 @@ const TRIGRAM_INDEXED = sql`(select proleakproof from pg_proc where oid = 'simil
 /** Whether `userId`'s own graph exists and is valid (one still being built CONCURRENTLY is not). */
 const hasGraph = (userId: string) => sql`exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
   where c.relname = ${personIndexName(userId)} and i.indisvalid)`;
-/**
- * The first string past every string beginning with `prefix`, in the "C" collation's order (code
- * points): its last character's successor (surrogates skipped, Postgres text holds none).
- */
-export function followingPrefix(prefix: string): string {
-  const points = [...prefix].map((c) => c.codePointAt(0) ?? 0);
-  while (points.length > 0 && points.at(-1) === 0x10ffff) points.pop();
-  const last = points.pop();
-  if (last === undefined) return "\u{10FFFF}";
-  return String.fromCodePoint(...points, last + 1 === 0xd800 ? 0xe000 : last + 1);
-}
 /** A known answer as a constant for the planner, else the question that finds it out. */
 const known = (answer: boolean | undefined, question: SQL) => (answer === undefined ? question : sql.raw(String(answer)));
 
@@ -266,19 +255,17 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // - in a large one, in the person's words (migration 0023: every whole word of a name and type, the
   //   tsvector's weight-A lexemes), where a word is `=` and a beginning a range, both leakproof: the
   //   strpos check of 100k names took 19 ms, the words' 7 ms (bench:recall's names share 75 words).
-  const lexemes = nameTerms.map((t) => t.replace(/:A$/, ""));
+  const lexemes = nameTerms.map(nameLexeme);
   const namesHoldingAll = sql.join(
-    lexemes.map((w) => sql`(strpos(search_name, ${w}) > 0 or strpos(type, ${w}) > 0)`),
+    lexemes.map(({ lexeme }) => sql`(strpos(search_name, ${lexeme}) > 0 or strpos(type, ${lexeme}) > 0)`),
     sql` and `,
   );
-  const holding = (term: string) => {
-    const word = term.replace(/:A$/, "");
-    const held = word === term ? sql`word >= ${word} and word < ${followingPrefix(word)}` : sql`word = ${word}`;
-    return sql`select entity_id from search.entity_words where user_id = ${userId} and ${held}`;
-  };
+  const holding = ({ lexeme, whole }: NameLexeme) =>
+    sql`select entity_id from search.entity_words where user_id = ${userId}
+          and ${whole ? sql`word = ${lexeme}` : sql`word >= ${lexeme} and word < ${followingPrefix(lexeme)}`}`;
   const candidates = sql`select id from entities where ${scope} and ${small} and ${namesHoldingAll}
     union all
-    select entity_id from (${sql.join(nameTerms.map(holding), sql` intersect `)}) w where not ${small}`;
+    select entity_id from (${sql.join(lexemes.map(holding), sql` intersect `)}) w where not ${small}`;
   const ftIndexed = known(layout?.fullTextIndexed, FULL_TEXT_INDEXED);
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (

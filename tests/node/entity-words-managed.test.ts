@@ -8,7 +8,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson, type Person } from "../../db/repositories/auth";
-import { recall } from "../../db/repositories/recall";
+import { recall, recallSql, SCOPE_ROWS } from "../../db/repositories/recall";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { type RealPostgres, realPgvectorInstalled, startRealPostgres } from "./real-postgres";
 
@@ -47,10 +47,16 @@ describe.skipIf(!realPgvectorInstalled)("the words of memories on a managed data
       }>
     ).map((row) => row.word);
   const names = async (person: Person, query: string) =>
-    // scopeRows 0: the scope counts as large, so its words are found in search.entity_words.
-    (await recall(db, person.id, { query, limit: 5, embedding: null, scopeRows: 0 })).map((r) =>
+    (await recall(db, person.id, { query, limit: 5, embedding: null })).map((r) =>
       r.kind === "entity" ? r.entity.name : r.fact.statement,
     );
+  /** The index scans that ran for `query` as `person` asks it (recall's entity statement). */
+  const scansRun = async (person: Person, query: string) => {
+    const lines = (await db.withUser(person.id, (tx) =>
+      tx.execute(sql`explain (analyze, costs off) ${recallSql(person.id, { query, limit: 5, embedding: null })}`),
+    )) as unknown as Array<{ "QUERY PLAN": string }>;
+    return lines.map((l) => l["QUERY PLAN"]).filter((l) => /Index (Only )?Scan/.test(l) && !l.includes("never executed"));
+  };
 
   it("are written by the trigger under the policies, for each person's own memories only", async () => {
     for (const [person, name] of [
@@ -68,7 +74,13 @@ describe.skipIf(!realPgvectorInstalled)("the words of memories on a managed data
     );
     expect(await words(alice)).toEqual(["book", "della", "il", "nome", "rosa"]);
     expect(await words(bob)).toEqual(["book", "garden", "rose"]);
-  });
+    // Alice holds more than recall's SCOPE_ROWS, so her questions' scope is large (each note: "errand", its number, "note").
+    await db.withUser(alice.id, (tx) =>
+      tx.execute(sql`insert into entities (user_id, type, name, normalized_name)
+        select ${alice.id}, 'note', 'Errand ' || n, 'errand ' || n from generate_series(1, ${SCOPE_ROWS}) n`),
+    );
+    expect(await words(alice)).toHaveLength(5 + 3 * SCOPE_ROWS);
+  }, 120_000);
 
   it("find a large scope's memories without LEAKPROOF matching, never another person's", async () => {
     const [leakproof] = (await db.withUser(alice.id, (tx) =>
@@ -77,6 +89,8 @@ describe.skipIf(!realPgvectorInstalled)("the words of memories on a managed data
     expect(leakproof?.marked).toBe(false);
     expect(await names(alice, "rosa")).toEqual(["Il nome della rosa"]);
     expect(await names(alice, "nom")).toEqual(["Il nome della rosa"]);
+    expect(await names(alice, "rose gard")).toEqual([]);
+    expect(await scansRun(alice, "nome rosa")).toContainEqual(expect.stringContaining("entity_words_user_word_idx"));
     expect(await names(bob, "rosa")).toEqual([]);
     expect(await names(bob, "rose gard")).toEqual(["Rose Garden"]);
   });
@@ -84,6 +98,7 @@ describe.skipIf(!realPgvectorInstalled)("the words of memories on a managed data
   it("go with their memory", async () => {
     await db.withUser(alice.id, (tx) => tx.execute(sql`delete from entities where user_id = ${alice.id}`));
     expect(await words(alice)).toEqual([]);
+    expect(await names(alice, "errand")).toEqual([]);
     expect(await words(bob)).toEqual(["book", "garden", "rose"]);
   });
 });

@@ -168,6 +168,9 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(superuser[4]).toContain("Solaris");
     expect(superuser[6]![0]).toBe("sci-fi reading list");
     expect(superuser[7]![0]).toBe("Solaris");
+    // A large scope's too (found through the GIN index here, through the person's words below).
+    expect(superuserLarge[0]![0]).toBe("The Name of the Rose");
+    expect(superuserLarge[3]![0]).toBe("Преступление и наказание Достоевского");
 
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await learntLayout()).toEqual(superuserLayout);

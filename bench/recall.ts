@@ -28,7 +28,7 @@ import postgres from "postgres";
 import { Database, type Tx } from "../db/database";
 import { createPerson } from "../db/repositories/auth";
 import { normalizeName, recall, recallSql, type RecallResult } from "../db/repositories/memory";
-import { entityStatements, type IndexLayout, indexLayout, planForWindow, type RecallQuery } from "../db/repositories/recall";
+import { entityStatements, type IndexLayout, indexLayout, planRecall, type RecallQuery } from "../db/repositories/recall";
 import { recallFactsSql } from "../db/repositories/recall-facts";
 import { setupDatabase, workerDatabaseUrl } from "../ops/db-setup";
 import { startEmbeddedPostgres } from "../ops/embedded-postgres";
@@ -307,8 +307,8 @@ async function explain(db: Database, userId: string, q: RecallQuery, layout: Ind
   let out = `question: ${JSON.stringify({ query: q.query, type: q.type, since: q.since, before: q.before })}\n`;
   for (const [name, statement] of statements) {
     const lines = await db.withUser(userId, async (tx: Tx) => {
-      // As recall runs a bounded question (db/repositories/recall.ts).
-      await planForWindow(tx, q);
+      // Planned as recall plans them (db/repositories/recall.ts).
+      await planRecall(tx, q);
       return (await tx.execute(sql`explain (analyze, buffers) ${statement}`)) as unknown as Array<{ "QUERY PLAN": string }>;
     });
     out += `\n### ${name}\n\n\`\`\`\n${lines.map((l) => l["QUERY PLAN"]).join("\n")}\n\`\`\`\n`;

@@ -56,17 +56,31 @@ export function personIndexName(userId: string): string {
 const FALLBACK_ROWS = 2000;
 
 /**
- * Before a window's statements, in their transaction: sorting is discouraged, so that "the scope's
- * nearest by distance" of a large window walks the HNSW index (which yields rows in distance order,
- * the window's bounds in the scan) instead of reading the whole window through a btree and sorting it
- * by computed distance (580 ms for a year at 100k). A sort that is the only way (ranking a small scope,
- * the fused list) still runs. Awaited: postgres.js sends a statement without parameters ahead of
- * queued ones that have them. The setting ends with the transaction (set_config's `true`).
+ * How the entity statement is planned, set just before it (in its transaction, or in its round trip):
+ * - Never by reading the whole table (`enable_seqscan` off). Every read in it is of one person's rows,
+ *   and every table it reads has an index led by the person. Where the person holds most of the table
+ *   (a deployment of one or a few people), the planner otherwise read all of it: a sequential scan and
+ *   a sort of 10,000 memories instead of the covering index's ordered read, and a scan of the table
+ *   for the 200 embeddings re-ranked instead of their ids, 19 ms against 10 (bench:mcp's 10k person).
+ *   In a shared table the plans are the same either way (bench:recall's 100k, 10k and 5k people).
+ * - For a window, sorting discouraged too, so that "the scope's nearest by distance" of a large window
+ *   walks the HNSW index (which yields rows in distance order, the window's bounds in the scan) instead
+ *   of reading the whole window through a btree and sorting it by computed distance (580 ms for a year
+ *   at 100k). A sort that is the only way (ranking a small scope, the fused list) still runs.
+ * Each setting ends with the transaction (set_config's `true`).
  */
-export async function planForWindow(tx: Tx, query: Pick<RecallQuery, "since" | "before">): Promise<void> {
-  if (isBounded(query)) await tx.execute(SORT_OFF);
+const planSettings = (query: Pick<RecallQuery, "since" | "before">) =>
+  sql`select set_config('enable_seqscan', 'off', true)${isBounded(query) ? sql`, set_config('enable_sort', 'off', true)` : sql``}`;
+
+/**
+ * planSettings inside a transaction, before its recall statements. Awaited: postgres.js sends a
+ * statement without parameters ahead of queued ones that have them.
+ */
+export async function planRecall(tx: Tx, query: Pick<RecallQuery, "since" | "before">): Promise<void> {
+  await tx.execute(planSettings(query));
 }
-const SORT_OFF = sql`select set_config('enable_sort', 'off', true)`;
+/** The transaction's own planning back, for what it does after recall (`/forget` archives). */
+const PLAN_DEFAULTS = sql`select set_config(name, reset_val, true) from pg_settings where name in ('enable_seqscan', 'enable_sort')`;
 
 /** Entities and facts in one list, best first. */
 const bestOf = (entities: RecallResult[], facts: RecallResult[], limit: number) =>
@@ -78,12 +92,12 @@ const bestOf = (entities: RecallResult[], facts: RecallResult[], limit: number) 
  * (postgres.js pipelines a transaction's queries).
  */
 export async function recallMemory(tx: Tx, userId: string, query: RecallQuery): Promise<RecallResult[]> {
-  await planForWindow(tx, query);
+  await planRecall(tx, query);
   const [entities, facts] = await Promise.all([
     recallEntities(tx, userId, query),
     query.type ? Promise.resolve([]) : recallFacts(tx, userId, query),
   ]);
-  if (isBounded(query)) await tx.execute(sql`set local enable_sort to default`);
+  await tx.execute(PLAN_DEFAULTS);
   return bestOf(entities, facts, query.limit);
 }
 
@@ -108,9 +122,9 @@ export async function recall(db: Database, userId: string, query: RecallQuery): 
   return bestOf(entities.map(toRecalled), facts.map(toRecalledFact), query.limit);
 }
 
-/** The entity statement as recall sends it: a window's after its plan setting (planForWindow). */
+/** The entity statement as recall sends it, after its plan settings (planSettings). */
 export const entityStatements = (userId: string, query: RecallQuery, layout?: IndexLayout): SQL[] => [
-  ...(isBounded(query) ? [SORT_OFF] : []),
+  planSettings(query),
   recallSql(userId, query, layout),
 ];
 

@@ -134,6 +134,17 @@ export async function listMemoryPage(
   userId: string,
   query: MemoryPageQuery,
 ): Promise<{ memories: MemoryItem[]; nextCursor: string | null }> {
+  const rows = await sqlRows<ItemRow>(tx, memoryPageSql(userId, query));
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return { memories: page.map(toItem), nextCursor: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null };
+}
+
+/**
+ * The statement behind listMemoryPage (exported for its plan's test): one more than a page, newest
+ * learned first, read backwards from the cursor in (user_id, created_at, id) (migration 0024).
+ */
+export function memoryPageSql(userId: string, query: MemoryPageQuery): SQL {
   const after = query.cursor ? decodeCursor(query.cursor) : null;
   const conditions: SQL[] = [sql`e.user_id = ${userId}`, sql`e.status = 'active'`];
   if (query.type) conditions.push(sql`e.type = ${query.type}`);
@@ -141,18 +152,12 @@ export async function listMemoryPage(
   if (query.from) conditions.push(sql`e.recall_at >= ${query.from.toISOString()}::timestamptz`);
   if (query.to) conditions.push(sql`e.recall_at < ${query.to.toISOString()}::timestamptz`);
   if (after) conditions.push(sql`(e.created_at, e.id) < (${after.at}::timestamptz, ${after.id}::uuid)`);
-  const rows = await sqlRows<ItemRow>(
-    tx,
-    sql`
+  return sql`
     select ${ITEM_COLUMNS}
     from entities e left join sources s on s.id = e.source_id
     where ${sql.join(conditions, sql` and `)}
     order by e.created_at desc, e.id desc
-    limit ${query.limit + 1}`,
-  );
-  const page = rows.slice(0, query.limit);
-  const last = page.at(-1);
-  return { memories: page.map(toItem), nextCursor: rows.length > query.limit && last ? encodeCursor(last.cursor_at, last.id) : null };
+    limit ${query.limit + 1}`;
 }
 
 /** The types the person's active memories have, most used first (what the type filter offers). */

@@ -1,5 +1,9 @@
 // Shared helpers for the Node suites.
 import { createServer } from "node:net";
+import postgres from "postgres";
+import { Database } from "../../db/database";
+import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
+import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
 export async function freePort(): Promise<number> {
@@ -17,4 +21,35 @@ export async function freePort(): Promise<number> {
     await new Promise<void>((resolve) => server.close(() => resolve()));
     return port;
   }
+}
+
+/** An embedded Postgres set up as `npm run db:setup` sets it up, and the two ways into it. */
+export interface SetUpDatabase {
+  /** The database's owner (a superuser): setup, VACUUM, what no person may do. */
+  owner: postgres.Sql;
+  /** The Worker's login role, as the runtime connects (every unit of work as soma_app, under RLS). */
+  db: Database;
+  /** The Worker's connection string, for another Database of its own. */
+  workerUrl: string;
+  stop(): Promise<void>;
+}
+
+/** A new embedded Postgres in memory, migrated, with the Worker's login role (`name` is its password). */
+export async function setUpEmbeddedDatabase(name: string): Promise<SetUpDatabase> {
+  const database = await startEmbeddedPostgres();
+  const worker = { role: "soma_worker", password: name };
+  await setupDatabase(database.url, () => {}, { worker });
+  const owner = postgres(database.url, { max: 1, onnotice: () => {} });
+  const workerUrl = workerDatabaseUrl(database.url, worker);
+  const db = new Database(workerUrl, { max: 1 });
+  return {
+    owner,
+    db,
+    workerUrl,
+    async stop() {
+      await db.close();
+      await owner.end({ timeout: 1 });
+      await database.stop();
+    },
+  };
 }

@@ -4,32 +4,24 @@
 // falls under half the threshold or their account is deleted. On the embedded Postgres, as the
 // database's owner, with row-level security forced on the owner too.
 import { sql as sqlTag } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../db/database";
+import type { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
 import { type IndexLayout, indexLayout, personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
-import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
+import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
 import { PERSON_GRAPH_OPTIONS, tunePersonIndexes } from "../../ops/person-indexes";
 
-let database: EmbeddedPostgres;
+let setUp: SetUpDatabase;
 let owner: postgres.Sql;
 let db: Database;
 
 beforeAll(async () => {
-  database = await startEmbeddedPostgres();
-  const worker = { role: "soma_worker", password: "person-indexes-test" };
-  await setupDatabase(database.url, () => {}, { worker });
-  owner = postgres(database.url, { max: 1, onnotice: () => {} });
-  db = new Database(workerDatabaseUrl(database.url, worker), { max: 1 });
+  setUp = await setUpEmbeddedDatabase("person-indexes-test");
+  ({ owner, db } = setUp);
 }, 120_000);
-afterAll(async () => {
-  await db.close();
-  await owner.end({ timeout: 1 });
-  await database.stop();
-});
+afterAll(() => setUp.stop());
 
 /** `count` memories of `userId`, each with its own random embedding. */
 async function fill(userId: string, count: number) {

@@ -6,17 +6,16 @@
 // of MCP's list_memories) is read in its order from an index, never by sorting all of the person's
 // memories (43 ms for the first 20 of 100k). On the embedded Postgres, as the runtime role.
 import { sql as sqlTag } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../../db/database";
+import type { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
 import { listMemoryPage, memoryPageSql } from "../../db/repositories/memory-center";
 import { entityStatements, type RecallQuery, recall, recallMemory, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
-import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
-import { startEmbeddedPostgres, type EmbeddedPostgres } from "../../ops/embedded-postgres";
+import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
 
-let database: EmbeddedPostgres;
+let setUp: SetUpDatabase;
 let owner: postgres.Sql;
 let db: Database;
 let userId: string;
@@ -25,11 +24,8 @@ const MEMORIES = 300;
 const vector = (seed: number) => Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Math.sin(seed * 7.3 + i));
 
 beforeAll(async () => {
-  database = await startEmbeddedPostgres();
-  const worker = { role: "soma_worker", password: "query-plans-test" };
-  await setupDatabase(database.url, () => {}, { worker });
-  owner = postgres(database.url, { max: 1, onnotice: () => {} });
-  db = new Database(workerDatabaseUrl(database.url, worker), { max: 1 });
+  setUp = await setUpEmbeddedDatabase("query-plans-test");
+  ({ owner, db } = setUp);
   userId = (await createPerson(db, { displayName: "alone" })).id;
   await db.withUser(userId, (tx) =>
     tx.execute(sqlTag`insert into entities (user_id, type, name, normalized_name, embedding, told_at)
@@ -40,11 +36,7 @@ beforeAll(async () => {
   );
   await owner`vacuum analyze entities`;
 }, 120_000);
-afterAll(async () => {
-  await db.close();
-  await owner.end({ timeout: 1 });
-  await database.stop();
-});
+afterAll(() => setUp.stop());
 
 const QUESTIONS: Array<[string, RecallQuery]> = [
   ["free words", { query: "harbor lantern 17", limit: 10, embedding: vector(17) }],

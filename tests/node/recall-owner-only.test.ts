@@ -6,7 +6,7 @@
 // every row of the person or compare every name. In either setup a person holding many is never
 // searched for a misspelled name by trigrams. On the embedded Postgres, as the runtime role.
 import { sql as sqlTag } from "drizzle-orm";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../../db/database";
 import { createPerson } from "../../db/repositories/auth";
@@ -22,11 +22,10 @@ import {
 import { type RecallRow, toRecalled } from "../../db/repositories/recall-rows";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { normalizeName } from "../../db/search-key";
-import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
-import { type EmbeddedPostgres, startEmbeddedPostgres } from "../../ops/embedded-postgres";
+import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
 import { mulberry32 } from "../seeded-random";
 
-let database: EmbeddedPostgres;
+let setUp: SetUpDatabase;
 let owner: postgres.Sql;
 let db: Database;
 let workerUrl: string;
@@ -48,12 +47,8 @@ const NAMED: Array<[string, string]> = [
 ];
 
 beforeAll(async () => {
-  database = await startEmbeddedPostgres();
-  const worker = { role: "soma_worker", password: "recall-owner-only-test" };
-  await setupDatabase(database.url, () => {}, { worker });
-  owner = postgres(database.url, { max: 1, onnotice: () => {} });
-  workerUrl = workerDatabaseUrl(database.url, worker);
-  db = new Database(workerUrl, { max: 1 });
+  setUp = await setUpEmbeddedDatabase("recall-owner-only-test");
+  ({ owner, db, workerUrl } = setUp);
   userId = (await createPerson(db, { displayName: "owner-only" })).id;
   // Three hundred memories whose names share "name", "rose", "garden" and "the" with the ones above.
   const rows: Array<[string, string]> = [...NAMED];
@@ -66,11 +61,7 @@ beforeAll(async () => {
   });
   await owner`vacuum (analyze) entities`;
 }, 120_000);
-afterAll(async () => {
-  await db.close();
-  await owner.end({ timeout: 1 });
-  await database.stop();
-});
+afterAll(() => setUp.stop());
 
 const QUESTIONS: RecallQuery[] = [
   "The Name of the Rose",

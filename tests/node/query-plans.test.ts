@@ -87,12 +87,11 @@ describe("recall where one person holds the whole table", () => {
 });
 
 describe("a page of the memory center", () => {
-  /** The plan of a page's statement; sequential scans off, as at a person's real size (here 300 rows). */
+  /** The plan of a page's statement, as listMemoryPage sends it. */
   async function pagePlan(query: Parameters<typeof memoryPageSql>[1]): Promise<string> {
-    const lines = await db.withUser(userId, async (tx) => {
-      await tx.execute(sqlTag`select set_config('enable_seqscan', 'off', true)`);
-      return (await tx.execute(sqlTag`explain ${memoryPageSql(userId, query)}`)) as unknown as Array<{ "QUERY PLAN": string }>;
-    });
+    const lines = (await db.withUser(userId, (tx) => tx.execute(sqlTag`explain ${memoryPageSql(userId, query)}`))) as unknown as Array<{
+      "QUERY PLAN": string;
+    }>;
     return lines.map((line) => line["QUERY PLAN"]).join("\n");
   }
 

@@ -230,7 +230,6 @@ export const entities = pgTable(
     // user_id first (btree_gin): a name or word scan stays inside one person's rows instead of reading
     // everyone's matches and leaving the policy to drop them (a timing side channel; bench/recall.ts).
     index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
-    index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
     // Both also carry (INCLUDE, migration 0018) status, id, sketch and search_name: ranking a scope by sketch reads
     // the index alone; this one also the type (migration 0022), for a window's names holding a question's words.
@@ -361,24 +360,31 @@ export const facts = pgTable(
 export const search = pgSchema("search");
 
 /**
- * Every whole word of an entity's name and type (the weight-A lexemes of entities.search), one row
- * each, kept by a trigger on entities. Where row-level security keeps `@@` from the GIN index (a
- * managed database's owner-only setup cannot mark it LEAKPROOF), recall finds the memories holding a
- * question's words here: `=` and ranges of text are leakproof, so a btree reaches them under the policy
- * (db/repositories/recall.ts). `word` is in the "C" collation (migration 0023): a word's beginning is
- * the range [beginning, next string of that length), byte order.
+ * What recall's words are matched against (migration 0025): each entity's name as a text search
+ * vector (the same as entities.search) with what a question's scope is bounded by, one row per
+ * entity, kept by a trigger on entities. No role but the owner reads it: the runtime role reaches it
+ * only through search.name_matches(tsquery), which returns the matches of the person in app.user_id.
+ * Row-level security kept `@@` from entities' GIN index where it cannot be marked LEAKPROOF (a managed
+ * database's owner-only setup): there a question's words were matched in the person's list of words
+ * (search.entity_words, dropped by migration 0026), intersecting lists of thousands of rows. Here
+ * the GIN index does it in both setups.
  */
-export const entityWords = search.table(
-  "entity_words",
+export const entityNames = search.table(
+  "entity_names",
   {
+    entityId: uuid("entity_id")
+      .primaryKey()
+      .references(() => entities.id, { onDelete: "cascade" }),
     /** The entity's person (its row goes with the entity's, which goes with theirs). */
     userId: uuid("user_id").notNull(),
-    word: text("word").notNull(),
-    entityId: uuid("entity_id")
-      .notNull()
-      .references(() => entities.id, { onDelete: "cascade" }),
+    status: text("status").notNull(),
+    type: text("type").notNull(),
+    recallAt: timestamp("recall_at", { withTimezone: true }).notNull(),
+    searchName: text("search_name").notNull(),
+    search: tsvector("search").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.entityId, t.word] }), index("entity_words_user_word_idx").on(t.userId, t.word, t.entityId)],
+  // fastupdate off and user_id first, as entities' own GIN indexes (a scan stays inside one person's rows).
+  (t) => [index("entity_names_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false })],
 );
 
 /** The seven user-data tables, in the order the RLS tests and setup checks walk them. */

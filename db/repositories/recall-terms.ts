@@ -47,23 +47,3 @@ export function terms(text: string, bounded: boolean) {
   const nameTerms = words.map((w, i) => beginning(w, i === words.length - 1) ?? `${w}:A`);
   return { key, words, phrase: words.join(" "), tsTerms, nameTerms };
 }
-
-/** A name term's lexeme, and whether only a whole word matches it (`word:A`) or any word it begins. */
-export interface NameLexeme {
-  lexeme: string;
-  whole: boolean;
-}
-export const nameLexeme = (term: string): NameLexeme => ({ lexeme: term.replace(/:A$/, ""), whole: term.endsWith(":A") });
-
-/**
- * The first string past every string beginning with `prefix`, in the "C" collation's order (code
- * points): its last character's successor (surrogates skipped, Postgres text holds none). A beginning's
- * words are the range [prefix, followingPrefix(prefix)) of search.entity_words (migration 0023).
- */
-export function followingPrefix(prefix: string): string {
-  const points = [...prefix].map((c) => c.codePointAt(0) ?? 0);
-  while (points.length > 0 && points.at(-1) === 0x10ffff) points.pop();
-  const last = points.pop();
-  if (last === undefined) return "\u{10FFFF}";
-  return String.fromCodePoint(...points, last + 1 === 0xd800 ? 0xe000 : last + 1);
-}

@@ -22,7 +22,7 @@ import {
   VECTOR_CANDIDATES,
   vectorLiteral,
 } from "./recall-shared";
-import { followingPrefix, type NameLexeme, nameLexeme, terms } from "./recall-terms";
+import { terms } from "./recall-terms";
 
 export type { RecallResult, RecalledEntity } from "./recall-rows";
 export type { RecallQuery } from "./recall-shared";
@@ -130,14 +130,13 @@ export const entityStatements = (userId: string, query: RecallQuery, layout?: In
 
 /**
  * What the entity statement otherwise asks the server on every run, for the planner to plan every way
- * it could go: whether row-level security lets `@@` and `%` use their indexes (the superuser setup
- * marks them LEAKPROOF; a managed database's owner-only setup cannot), and whether the person has a
+ * it could go: whether row-level security lets `%` use its index (the superuser setup marks it
+ * LEAKPROOF; a managed database's owner-only setup cannot), and whether the person has a
  * graph of their own (then they hold more than SCOPE_ROWS). Known, the statement holds those answers as
  * constants and the planner skips what they rule out: the other setup's branches, and a large person's
  * small-scope ranking (planning took 1.5–2.6 ms of each statement at 100k memories: bench:recall).
  */
 export interface IndexLayout {
-  fullTextIndexed: boolean;
   trigramIndexed: boolean;
   personGraph: boolean;
 }
@@ -162,7 +161,7 @@ export async function indexLayout(db: Database, userId: string): Promise<IndexLa
   const kept = keptLayout(db, userId);
   if (kept) return kept;
   const [layout] = await db.readAsUser<IndexLayout>(userId, [
-    sql`select ${FULL_TEXT_INDEXED} as "fullTextIndexed", ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph"`,
+    sql`select ${TRIGRAM_INDEXED} as "trigramIndexed", ${hasGraph(userId)} as "personGraph"`,
   ]);
   if (!layout) throw new Error("the index layout query returned no row");
   const people = layouts.get(db) ?? new Map<string, { layout: IndexLayout; until: number }>();
@@ -170,7 +169,6 @@ export async function indexLayout(db: Database, userId: string): Promise<IndexLa
   return layout;
 }
 
-const FULL_TEXT_INDEXED = sql`(select proleakproof from pg_proc where oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure)`;
 const TRIGRAM_INDEXED = sql`(select proleakproof from pg_proc where oid = 'similarity_op(text, text)'::regprocedure)`;
 /** Whether `userId`'s own graph exists and is valid (one still being built CONCURRENTLY is not). */
 const hasGraph = (userId: string) => sql`exists (select 1 from pg_class c join pg_index i on i.indexrelid = c.oid
@@ -259,37 +257,17 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // (a cut before ranking kept an arbitrary few of hundreds of names sharing common words); a name that is
   // the question itself comes first, whatever its words. Ties go to the newest, then the id, so that the
   // ranking is the same whichever plan computes it.
+  // The matches come from search.name_matches (migration 0025): the person's names and what bounds a
+  // scope, matched by its GIN index as the owner, in every setup. Under row-level security `@@` could use
+  // entities' own index only where a superuser had marked it LEAKPROOF; elsewhere (a managed database's
+  // owner-only setup) the words were found by intersecting the person's lists of words (9 ms for two
+  // common words at 100k memories) and every match was then read by id (3 ms for 506). Here no entity is
+  // read to rank them.
   const tsQuery = nameTerms.join(" & ");
-  // Where row-level security keeps `@@` from the GIN index (not LEAKPROOF: a managed database's
-  // owner-only setup), it was checked on every one of the person's rows, read from the table (104 ms
-  // at 100k). There the rows that can match are found first, and only those are read and matched:
-  // - in a small scope, in its covering index (migration 0019), whose names and types hold every
-  //   lexeme of the tsvector as a substring (its words and their beginnings, lowercase like the name):
-  //   at most SCOPE_ROWS entries, 2 ms;
-  // - in a large one, in the person's words (migration 0023: every whole word of a name and type, the
-  //   tsvector's weight-A lexemes), where a word is `=` and a beginning a range, both leakproof: the
-  //   strpos check of 100k names took 19 ms, the words' 7 ms (bench:recall's names share 75 words).
-  const lexemes = nameTerms.map(nameLexeme);
-  const namesHoldingAll = sql.join(
-    lexemes.map(({ lexeme }) => sql`(strpos(search_name, ${lexeme}) > 0 or strpos(type, ${lexeme}) > 0)`),
-    sql` and `,
-  );
-  const holding = ({ lexeme, whole }: NameLexeme) =>
-    sql`select entity_id from search.entity_words where user_id = ${userId}
-          and ${whole ? sql`word = ${lexeme}` : sql`word >= ${lexeme} and word < ${followingPrefix(lexeme)}`}`;
-  const candidates = sql`select id from entities where ${scope} and ${small} and ${namesHoldingAll}
-    union all
-    select entity_id from (${sql.join(lexemes.map(holding), sql` intersect `)}) w where not ${small}`;
-  const ftIndexed = known(layout?.fullTextIndexed, FULL_TEXT_INDEXED);
   const fulltextHits = words.length
     ? sql`select id, search_name, row_number() over (order by search_name = ${key} desc, r desc, at desc, id) as rank from (
-            select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
-            from entities where ${scope} and ${ftIndexed} and search @@ to_tsquery('simple', ${tsQuery})
-            union all
-            select id, search_name, ${WHEN} as at, ts_rank(search, to_tsquery('simple', ${tsQuery})) as r
-            from entities where ${scope} and not ${ftIndexed}
-              and id = any(array(${candidates}))
-              and search @@ to_tsquery('simple', ${tsQuery})
+            select id, search_name, recall_at as at, rank as r from search.name_matches(to_tsquery('simple', ${tsQuery}))
+            where status = 'active' ${query.type ? sql`and type = ${query.type}` : sql``} ${windowOn("recall_at", query)}
             union all
             select id, search_name, ${WHEN}, 1::real from entities
             where ${scope} and search_name = ${key} and not search @@ to_tsquery('simple', ${tsQuery})

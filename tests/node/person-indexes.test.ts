@@ -87,7 +87,7 @@ describe("db:person-indexes", () => {
     // scope never counted nor ranked by sketches (no scan of their rows in time order).
     expect((await indexLayout(db, large.id)).personGraph).toBe(true);
     expect((await indexLayout(db, small.id)).personGraph).toBe(false);
-    const known = { fullTextIndexed: true, trigramIndexed: true, personGraph: true };
+    const known = { trigramIndexed: true, personGraph: true };
     expect(await indexesWalked(large.id, known)).toEqual([personIndexName(large.id)]);
     const planned = await planOf(large.id, known);
     expect(planned).not.toContainEqual(expect.stringContaining("CTE scope_size"));

@@ -199,55 +199,77 @@ describe("row-level security through Database.withUser", () => {
   });
 });
 
-describe("the words of a person's memories (search.entity_words, migration 0023)", () => {
-  /** The words the owner sees for `entity`, sorted. */
-  const wordsOf = async (entity: string) =>
-    (await owner`select word from search.entity_words where entity_id = ${entity} order by word`).map((r) => String(r.word));
+describe("the names of a person's memories (search.entity_names, migration 0025)", () => {
+  /** What the owner sees for `entity`: the row recall's words are matched against. */
+  const nameOf = async (entity: string) => {
+    const [row] = await owner`select user_id, status, type, recall_at, search_name, search::text as search
+      from search.entity_names where entity_id = ${entity}`;
+    return row;
+  };
+  /** The same columns as entities holds them. */
+  const entityOf = async (entity: string) => {
+    const [row] =
+      await owner`select user_id, status, type, recall_at, search_name, search::text as search from entities where id = ${entity}`;
+    return row;
+  };
   const as = (person: Person, statement: ReturnType<typeof sql>) =>
     testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
+  const matches = (person: Person, query: string) =>
+    as(person, sql`select id, search_name from search.name_matches(to_tsquery('simple', ${query})) order by search_name`);
 
-  it("are written with the entity, changed with its name or type, and gone with it", async () => {
-    const person = await newPerson("words");
+  it("are written with the entity, follow its name, type, status and date, and go with it", async () => {
+    const person = await newPerson("names");
     const [row] = await as(
       person,
       sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'The Name of the Rose', 'the name of the rose') returning id`,
     );
     const id = String(row?.id);
-    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
-    await as(person, sql`update entities set properties = '{"read": true}', status = 'archived' where id = ${id}`);
-    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
-    await as(
-      person,
+    expect(await nameOf(id)).toMatchObject({ status: "active", type: "book", search_name: "the name of the rose" });
+    expect(await nameOf(id)).toEqual(await entityOf(id));
+    for (const change of [
+      sql`update entities set properties = '{"read": true}' where id = ${id}`,
       sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa', type = 'novel' where id = ${id}`,
-    );
-    expect(await wordsOf(id)).toEqual(["della", "il", "nome", "novel", "rosa"]);
+      sql`update entities set status = 'archived' where id = ${id}`,
+      sql`update entities set happened_at = '1980-01-01T00:00:00Z' where id = ${id}`,
+    ]) {
+      await as(person, change);
+      expect(await nameOf(id)).toEqual(await entityOf(id));
+    }
+    expect(await nameOf(id)).toMatchObject({ status: "archived", type: "novel", recall_at: new Date("1980-01-01T00:00:00Z") });
     await as(person, sql`delete from entities where id = ${id}`);
-    expect(await wordsOf(id)).toEqual([]);
+    expect(await nameOf(id)).toBeUndefined();
   });
 
-  it("are the person's own to read, and only the trigger writes them", async () => {
-    const alice = await seed(await newPerson("alice-words"));
-    const bob = await newPerson("bob-words");
+  it("are matched for the person in the setting only, and only the trigger writes them", async () => {
+    const alice = await seed(await newPerson("alice-names"));
+    const bob = await newPerson("bob-names");
     const [book] = alice.entities;
-    expect(await wordsOf(book)).toEqual(["book", "dune"]);
-    expect(await as(alice.person, sql`select word from search.entity_words where entity_id = ${book} order by word`)).toEqual([
-      { word: "book" },
-      { word: "dune" },
-    ]);
-    expect(await as(bob, sql`select * from search.entity_words where entity_id = ${book}`)).toEqual([]);
-    // Neither Bob nor Alice writes them but through their memories.
+    expect(await matches(alice.person, "dune")).toEqual([{ id: book, search_name: "dune" }]);
+    expect(await matches(bob, "dune")).toEqual([]);
+    // No other role of the Worker's may ask (soma_system, which sets no person).
+    const system = await testDatabase()
+      .withSystem((tx) => tx.execute(sql`select * from search.name_matches(to_tsquery('simple', 'dune'))`))
+      .then(
+        () => "answered",
+        (error: unknown) => postgresMessage(error),
+      );
+    expect(system).toMatch(/permission denied/);
+    // The table itself is nobody's but the owner's: neither reads nor writes it directly.
     for (const statement of [
-      sql`insert into search.entity_words (user_id, word, entity_id) values (${bob.id}, 'x', ${book})`,
-      sql`delete from search.entity_words where entity_id = ${book}`,
-      sql`update search.entity_words set word = 'x' where entity_id = ${book}`,
+      sql`select * from search.entity_names where entity_id = ${book}`,
+      sql`insert into search.entity_names (entity_id, user_id, status, type, recall_at, search_name, search)
+          values (${book}, ${bob.id}, 'active', 'book', now(), 'x', 'x')`,
+      sql`delete from search.entity_names where entity_id = ${book}`,
+      sql`update search.entity_names set search_name = 'x' where entity_id = ${book}`,
     ]) {
       for (const person of [bob, alice.person])
         expect((await attempt(person, (tx) => tx.execute(statement))).error).toMatch(/permission denied/);
     }
-    expect(await wordsOf(book)).toEqual(["book", "dune"]);
-    const [forced] =
-      await owner`select relrowsecurity as enabled, relforcerowsecurity as forced from pg_class where oid = 'search.entity_words'::regclass`;
-    expect(forced).toEqual({ enabled: true, forced: true });
+    expect(await nameOf(book)).toEqual(await entityOf(book));
+    const [security] =
+      await owner`select relrowsecurity as enabled, relforcerowsecurity as forced from pg_class where oid = 'search.entity_names'::regclass`;
+    expect(security).toEqual({ enabled: true, forced: false });
+    expect(await owner`select polname from pg_policy where polrelid = 'search.entity_names'::regclass`).toEqual([]);
   });
 });
 
@@ -314,10 +336,11 @@ describe("the database's own guarantees", () => {
   });
 
   it("finding 7: the name and word indexes lead with user_id, so a scan never leaves the person's rows", async () => {
-    const rows = await owner`select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'entities'`;
+    const rows = await owner`select indexname, indexdef from pg_indexes
+      where (schemaname, tablename) in (('public', 'entities'), ('search', 'entity_names'))`;
     const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));
     expect(defs.entities_user_name_trgm).toMatch(/USING gin \(user_id, search_name gin_trgm_ops\)/); // the accent-folded key (migration 0008)
-    expect(defs.entities_user_search_gin).toMatch(/USING gin \(user_id, search\)/);
+    expect(defs.entity_names_user_search_gin).toMatch(/USING gin \(user_id, search\)/); // migration 0025
     expect(Object.values(defs).filter((def) => /USING gin/.test(def) && !/USING gin \(user_id,/.test(def))).toEqual([]);
   });
 

@@ -230,17 +230,20 @@ export const entities = pgTable(
     // user_id first (btree_gin): a name or word scan stays inside one person's rows instead of reading
     // everyone's matches and leaving the policy to drop them (a timing side channel; bench/recall.ts).
     index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
+    // Read by releases before migration 0025 (recall now matches words in search.entity_names); dropped
+    // once no deployed or rollback version reads it.
+    index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
     // Both also carry (INCLUDE, migration 0018) status, id, sketch and search_name: ranking a scope by sketch reads
-    // the index alone; this one also the type (migration 0022), for a window's names holding a question's words.
+    // the index alone; this one also the type (migration 0022: releases before 0025 found a window's names
+    // holding a question's words in it).
     index("entities_user_recall_at_idx").on(t.userId, t.recallAt),
     // "Which books did I read last month?": the type's window straight from the index, not the whole
     // window filtered by type (7,000 rows read and dropped for a month at 100k).
     index("entities_user_type_recall_at_idx").on(t.userId, t.type, t.recallAt),
     // A name that is the question itself ("The Name of the Rose"): found whatever its rank among
     // hundreds of names with the same words (db/repositories/recall.ts). It also carries (INCLUDE,
-    // migration 0019) status, type and id: where `@@` cannot use the GIN index under row-level security
-    // (no LEAKPROOF), the names holding a question's words are found in it alone.
+    // migration 0019) status, type and id, so that the name's row is found in it alone.
     index("entities_user_search_name_idx").on(t.userId, t.searchName),
     // The memory center and MCP's list_memories: newest learned first, a page at a time by (created_at,
     // id) (migration 0024). Without it every page sorted all of the person's memories: 43 ms for the
@@ -360,14 +363,34 @@ export const facts = pgTable(
 export const search = pgSchema("search");
 
 /**
+ * Every whole word of an entity's name and type (the weight-A lexemes of entities.search), one row
+ * each, kept by a trigger on entities (migration 0023). Releases before migration 0025 found a
+ * question's words here where row-level security kept `@@` from the GIN index (a managed database's
+ * owner-only setup); recall now matches them in search.entity_names. Kept, and written, until no
+ * deployed or rollback version reads it; then dropped.
+ */
+export const entityWords = search.table(
+  "entity_words",
+  {
+    /** The entity's person (its row goes with the entity's, which goes with theirs). */
+    userId: uuid("user_id").notNull(),
+    word: text("word").notNull(),
+    entityId: uuid("entity_id")
+      .notNull()
+      .references(() => entities.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.entityId, t.word] }), index("entity_words_user_word_idx").on(t.userId, t.word, t.entityId)],
+);
+
+/**
  * What recall's words are matched against (migration 0025): each entity's name as a text search
  * vector (the same as entities.search) with what a question's scope is bounded by, one row per
  * entity, kept by a trigger on entities. No role but the owner reads it: the runtime role reaches it
  * only through search.name_matches(tsquery), which returns the matches of the person in app.user_id.
  * Row-level security kept `@@` from entities' GIN index where it cannot be marked LEAKPROOF (a managed
  * database's owner-only setup): there a question's words were matched in the person's list of words
- * (search.entity_words, dropped by migration 0026), intersecting lists of thousands of rows. Here
- * the GIN index does it in both setups.
+ * (search.entity_words), intersecting lists of thousands of rows. Here a GIN index does it, as the
+ * owner, in both setups.
  */
 export const entityNames = search.table(
   "entity_names",

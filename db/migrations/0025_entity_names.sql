@@ -7,8 +7,11 @@
 -- and no role but the owner reads the table: the runtime role reaches it only through
 -- search.name_matches(tsquery), which answers for the person in app.user_id alone (the same setting the
 -- policies read, db/sql/0200_rls.sql), as the owner, so that its `@@` is an index condition. Recall
--- then reads no entity to rank its words' matches (db/repositories/recall.ts). entities' own GIN index
--- had no other reader and is dropped.
+-- then reads no entity to rank its words' matches (db/repositories/recall.ts).
+--
+-- search.entity_words and entities' own GIN index stay, and the words are still written: the release
+-- before this one reads them, and it must keep working between this migration and the deploy, and
+-- after a rollback to it. A later release drops them.
 --
 -- The trigger runs as the owner (SECURITY DEFINER) and writes only the row the statement wrote. It is
 -- created before the rows are copied: it locks entities against writes until the migration commits, so
@@ -58,5 +61,4 @@ CREATE FUNCTION "search"."name_matches"(q tsquery)
     FROM search.entity_names n
     WHERE n.user_id = nullif(current_setting('app.user_id', true), '')::uuid AND n.search @@ q
   $$;--> statement-breakpoint
-REVOKE ALL ON FUNCTION "search"."name_matches"(tsquery) FROM PUBLIC;--> statement-breakpoint
-DROP INDEX "entities_user_search_gin";
+REVOKE ALL ON FUNCTION "search"."name_matches"(tsquery) FROM PUBLIC;

@@ -199,6 +199,58 @@ describe("row-level security through Database.withUser", () => {
   });
 });
 
+describe("the words of a person's memories (search.entity_words, migration 0023)", () => {
+  /** The words the owner sees for `entity`, sorted. */
+  const wordsOf = async (entity: string) =>
+    (await owner`select word from search.entity_words where entity_id = ${entity} order by word`).map((r) => String(r.word));
+  const as = (person: Person, statement: ReturnType<typeof sql>) =>
+    testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
+
+  it("are written with the entity, changed with its name or type, and gone with it", async () => {
+    const person = await newPerson("words");
+    const [row] = await as(
+      person,
+      sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'The Name of the Rose', 'the name of the rose') returning id`,
+    );
+    const id = String(row?.id);
+    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
+    await as(person, sql`update entities set properties = '{"read": true}', status = 'archived' where id = ${id}`);
+    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
+    await as(
+      person,
+      sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa', type = 'novel' where id = ${id}`,
+    );
+    expect(await wordsOf(id)).toEqual(["della", "il", "nome", "novel", "rosa"]);
+    await as(person, sql`delete from entities where id = ${id}`);
+    expect(await wordsOf(id)).toEqual([]);
+  });
+
+  it("are the person's own to read, and only the trigger writes them", async () => {
+    const alice = await seed(await newPerson("alice-words"));
+    const bob = await newPerson("bob-words");
+    const [book] = alice.entities;
+    expect(await wordsOf(book)).toEqual(["book", "dune"]);
+    expect(await as(alice.person, sql`select word from search.entity_words where entity_id = ${book} order by word`)).toEqual([
+      { word: "book" },
+      { word: "dune" },
+    ]);
+    expect(await as(bob, sql`select * from search.entity_words where entity_id = ${book}`)).toEqual([]);
+    // Neither Bob nor Alice writes them but through their memories.
+    for (const statement of [
+      sql`insert into search.entity_words (user_id, word, entity_id) values (${bob.id}, 'x', ${book})`,
+      sql`delete from search.entity_words where entity_id = ${book}`,
+      sql`update search.entity_words set word = 'x' where entity_id = ${book}`,
+    ]) {
+      for (const person of [bob, alice.person])
+        expect((await attempt(person, (tx) => tx.execute(statement))).error).toMatch(/permission denied/);
+    }
+    expect(await wordsOf(book)).toEqual(["book", "dune"]);
+    const [forced] =
+      await owner`select relrowsecurity as enabled, relforcerowsecurity as forced from pg_class where oid = 'search.entity_words'::regclass`;
+    expect(forced).toEqual({ enabled: true, forced: true });
+  });
+});
+
 describe("the names of a person's memories (search.entity_names, migration 0025)", () => {
   /** What the owner sees for `entity`: the row recall's words are matched against. */
   const nameOf = async (entity: string) => {
@@ -340,6 +392,7 @@ describe("the database's own guarantees", () => {
       where (schemaname, tablename) in (('public', 'entities'), ('search', 'entity_names'))`;
     const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));
     expect(defs.entities_user_name_trgm).toMatch(/USING gin \(user_id, search_name gin_trgm_ops\)/); // the accent-folded key (migration 0008)
+    expect(defs.entities_user_search_gin).toMatch(/USING gin \(user_id, search\)/);
     expect(defs.entity_names_user_search_gin).toMatch(/USING gin \(user_id, search\)/); // migration 0025
     expect(Object.values(defs).filter((def) => /USING gin/.test(def) && !/USING gin \(user_id,/.test(def))).toEqual([]);
   });

@@ -93,6 +93,24 @@ describe("db:person-indexes", () => {
     expect(planned).not.toContainEqual(expect.stringContaining("CTE scope_size"));
     expect(planned).not.toContainEqual(expect.stringContaining("entities_user_recall_at_idx"));
     expect(await planOf(large.id)).toContainEqual(expect.stringContaining("CTE scope_size"));
+    // Written for the layout, the statement answers as the one that asks: a name, words, a misspelled
+    // name (which a person holding many is never searched by trigrams for: nothing here, either way).
+    for (const [words, found] of [
+      ["note 17", 1],
+      ["note", 20],
+      ["nte 17", 0],
+    ] as const) {
+      const query: RecallQuery = {
+        query: words,
+        limit: 20,
+        embedding: Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Math.cos(i)),
+        scopeRows: 10,
+      };
+      const ids = async (layout?: IndexLayout) =>
+        (await db.readAsUser<{ id: string }>(large.id, [recallSql(large.id, query, layout)])).map((r) => r.id);
+      expect(await ids(known)).toEqual(await ids());
+      expect(await ids(known)).toHaveLength(found);
+    }
 
     // A second run changes nothing.
     expect(await tunePersonIndexes(owner, 100)).toEqual([]);

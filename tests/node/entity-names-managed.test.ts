@@ -11,6 +11,7 @@ import { Database } from "../../db/database";
 import { createPerson, type Person } from "../../db/repositories/auth";
 import { recall, recallSql, SCOPE_ROWS } from "../../db/repositories/recall";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
+import { nameScans } from "./helpers";
 import { type RealPostgres, realPgvectorInstalled, startRealPostgres } from "./real-postgres";
 
 describe.skipIf(!realPgvectorInstalled)("the names of memories on a managed database (setup role without superuser)", () => {
@@ -53,24 +54,6 @@ describe.skipIf(!realPgvectorInstalled)("the names of memories on a managed data
     (await recall(db, person.id, { query, limit: 5, embedding: null })).map((r) =>
       r.kind === "entity" ? r.entity.name : r.fact.statement,
     );
-  /**
-   * How often `person`'s recall of `query` scanned the names' GIN index and read their whole table, in
-   * one transaction (inside search.name_matches, which EXPLAIN does not open).
-   */
-  const nameScans = (person: Person, query: string) =>
-    db.withUser(person.id, async (tx) => {
-      const counts = async () =>
-        (
-          (await tx.execute(sql`select
-          pg_stat_get_xact_numscans('search.entity_names_user_search_gin'::regclass)::int as gin,
-          pg_stat_get_xact_numscans('search.entity_names'::regclass)::int as "table"`)) as unknown as Array<{ gin: number; table: number }>
-        )[0]!;
-      const before = await counts();
-      await tx.execute(recallSql(person.id, { query, limit: 5, embedding: null }));
-      const after = await counts();
-      return { gin: after.gin - before.gin, table: after.table - before.table };
-    });
-
   it("are written by the trigger as their owner, for each person's own memories only, and read by no other role", async () => {
     for (const [person, name] of [
       [alice, "The Name of the Rose"],
@@ -107,7 +90,10 @@ describe.skipIf(!realPgvectorInstalled)("the names of memories on a managed data
     expect(await names(alice, "rosa")).toEqual(["Il nome della rosa"]);
     expect(await names(alice, "nom")).toEqual(["Il nome della rosa"]);
     expect(await names(alice, "rose gard")).toEqual([]);
-    expect(await nameScans(alice, "nome rosa")).toEqual({ gin: 1, table: 0 });
+    expect(await nameScans(db, alice.id, recallSql(alice.id, { query: "nome rosa", limit: 5, embedding: null }))).toEqual({
+      gin: 1,
+      table: 0,
+    });
     expect(await names(bob, "rosa")).toEqual([]);
     expect(await names(bob, "rose gard")).toEqual(["Rose Garden"]);
   });

@@ -1,7 +1,8 @@
 // Shared helpers for the Node suites.
 import { createServer } from "node:net";
+import { type SQL, sql } from "drizzle-orm";
 import postgres from "postgres";
-import { Database } from "../../db/database";
+import { Database, type Tx } from "../../db/database";
 import { setupDatabase, workerDatabaseUrl } from "../../ops/db-setup";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 
@@ -52,4 +53,26 @@ export async function setUpEmbeddedDatabase(name: string): Promise<SetUpDatabase
       await database.stop();
     },
   };
+}
+
+/**
+ * How often `statement`, run as `person` (after `prepare`, in the same transaction), scanned the memory
+ * names' GIN index and read their whole table: inside search.name_matches, which EXPLAIN does not open,
+ * so counted by the server, before and after in one transaction (a server keeps a backend's counts past
+ * its transactions until it reports them).
+ */
+export function nameScans(db: Database, person: string, statement: SQL, prepare?: (tx: Tx) => Promise<void>) {
+  return db.withUser(person, async (tx) => {
+    const counts = async () =>
+      (
+        (await tx.execute(sql`select
+          pg_stat_get_xact_numscans('search.entity_names_user_search_gin'::regclass)::int as gin,
+          pg_stat_get_xact_numscans('search.entity_names'::regclass)::int as "table"`)) as unknown as Array<{ gin: number; table: number }>
+      )[0]!;
+    await prepare?.(tx);
+    const before = await counts();
+    await tx.execute(statement);
+    const after = await counts();
+    return { gin: after.gin - before.gin, table: after.table - before.table };
+  });
 }

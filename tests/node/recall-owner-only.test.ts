@@ -24,7 +24,7 @@ import {
 import { type RecallRow, toRecalled } from "../../db/repositories/recall-rows";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { normalizeName } from "../../db/search-key";
-import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
+import { nameScans, type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
 import { mulberry32 } from "../seeded-random";
 
 let setUp: SetUpDatabase;
@@ -151,26 +151,8 @@ async function executedNodes(query: RecallQuery, { bitmaps = true, unexecuted = 
   }
   return nodes.filter((n) => unexecuted || !n.head.includes("never executed"));
 }
-/**
- * How often recall's statement for `query` scanned the names' GIN index and read their whole table:
- * inside search.name_matches, which EXPLAIN does not open, so counted by the server for the transaction.
- */
-async function nameScans(person: string, query: RecallQuery): Promise<{ gin: number; table: number }> {
-  return db.withUser(person, async (tx) => {
-    // Counted before and after, in one transaction: a server keeps a backend's counts past its transactions until it reports them.
-    const counts = async () =>
-      (
-        (await tx.execute(sqlTag`select
-        pg_stat_get_xact_numscans('search.entity_names_user_search_gin'::regclass)::int as gin,
-        pg_stat_get_xact_numscans('search.entity_names'::regclass)::int as "table"`)) as unknown as Array<{ gin: number; table: number }>
-      )[0]!;
-    await planRecall(tx, query);
-    const before = await counts();
-    await tx.execute(recallSql(person, query));
-    const after = await counts();
-    return { gin: after.gin - before.gin, table: after.table - before.table };
-  });
-}
+/** nameScans of recall's statement for `query`, planned as recall plans it. */
+const namesScanned = (person: string, query: RecallQuery) => nameScans(db, person, recallSql(person, query), (tx) => planRecall(tx, query));
 const filtering = (nodes: PlanNode[], what: string) =>
   nodes.filter((n) => n.detail.some((d) => d.startsWith("Filter:") && d.includes(what)));
 const removed = (node: PlanNode) => Number(/Rows Removed by Filter: (\d+)/.exec(node.detail.join("\n"))?.[1] ?? 0);
@@ -224,7 +206,7 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
       // No name is checked for the words, and `@@` only on a row whose name is the question itself.
       expect(filtering(nodes, "strpos(")).toEqual([]);
       for (const node of filtering(nodes, "search @@")) expect(removed(node)).toBeLessThanOrEqual(1);
-      expect(await nameScans(person, QUESTIONS[1]!)).toEqual({ gin: 1, table: 0 });
+      expect(await namesScanned(person, QUESTIONS[1]!)).toEqual({ gin: 1, table: 0 });
     }
   });
 
@@ -246,7 +228,7 @@ describe("recall without LEAKPROOF matching (a managed database's owner-only set
     expect(await answers()).toEqual(superuser);
     expect(await answersFor(superuserLayout)).toEqual(superuser);
     expect(await answersFor(ownerOnlyLayout)).toEqual(superuser);
-    expect(await nameScans(userId, QUESTIONS[1]!)).toEqual({ gin: 1, table: 0 });
+    expect(await namesScanned(userId, QUESTIONS[1]!)).toEqual({ gin: 1, table: 0 });
     // A misspelled name is looked for through the trigram index for a person holding few, never for
     // one holding many (a bitmap of common trigrams among 100k names took up to 50 ms).
     const trigrams = (nodes: PlanNode[]) =>

@@ -199,20 +199,26 @@ describe("row-level security through Database.withUser", () => {
   });
 });
 
+/** `statement`'s rows, run as `person` through the app helper. */
+const as = (person: Person, statement: ReturnType<typeof sql>) =>
+  testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
+/** A book named `name`, written as `person`: its id. */
+const insertBook = async (person: Person, name: string) => {
+  const [row] = await as(
+    person,
+    sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', ${name}, ${name.toLowerCase()}) returning id`,
+  );
+  return String(row?.id);
+};
+
 describe("the words of a person's memories (search.entity_words, migration 0023)", () => {
   /** The words the owner sees for `entity`, sorted. */
   const wordsOf = async (entity: string) =>
     (await owner`select word from search.entity_words where entity_id = ${entity} order by word`).map((r) => String(r.word));
-  const as = (person: Person, statement: ReturnType<typeof sql>) =>
-    testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
 
   it("are written with the entity, changed with its name or type, and gone with it", async () => {
     const person = await newPerson("words");
-    const [row] = await as(
-      person,
-      sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'The Name of the Rose', 'the name of the rose') returning id`,
-    );
-    const id = String(row?.id);
+    const id = await insertBook(person, "The Name of the Rose");
     expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
     await as(person, sql`update entities set properties = '{"read": true}', status = 'archived' where id = ${id}`);
     expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
@@ -264,18 +270,12 @@ describe("the names of a person's memories (search.entity_names, migration 0025)
       await owner`select user_id, status, type, recall_at, search_name, search::text as search from entities where id = ${entity}`;
     return row;
   };
-  const as = (person: Person, statement: ReturnType<typeof sql>) =>
-    testDatabase().withUser(person.id, async (tx) => (await tx.execute(statement)) as unknown as Array<Record<string, unknown>>);
   const matches = (person: Person, query: string) =>
     as(person, sql`select id, search_name from search.name_matches(to_tsquery('simple', ${query})) order by search_name`);
 
   it("are written with the entity, follow its name, type, status and date, and go with it", async () => {
     const person = await newPerson("names");
-    const [row] = await as(
-      person,
-      sql`insert into entities (user_id, type, name, normalized_name) values (${person.id}, 'book', 'The Name of the Rose', 'the name of the rose') returning id`,
-    );
-    const id = String(row?.id);
+    const id = await insertBook(person, "The Name of the Rose");
     expect(await nameOf(id)).toMatchObject({ status: "active", type: "book", search_name: "the name of the rose" });
     expect(await nameOf(id)).toEqual(await entityOf(id));
     for (const change of [

@@ -132,9 +132,10 @@ export const entityStatements = (userId: string, query: RecallQuery, layout?: In
  * What the entity statement otherwise asks the server on every run, for the planner to plan every way
  * it could go: whether row-level security lets `%` use its index (the superuser setup marks it
  * LEAKPROOF; a managed database's owner-only setup cannot), and whether the person has a
- * graph of their own (then they hold more than SCOPE_ROWS). Known, the statement holds those answers as
- * constants and the planner skips what they rule out: the other setup's branches, and a large person's
- * small-scope ranking (planning took 1.5–2.6 ms of each statement at 100k memories: bench:recall).
+ * graph of their own (then they hold more than SCOPE_ROWS). Known, the statement is written without
+ * what they rule out: the other setup's branches, and a large person's small-scope ranking (planning
+ * took 1.5–2.6 ms of each statement at 100k memories when it asked, 0.6–0.9 for a large person's
+ * question written for the layout: bench:recall).
  */
 export interface IndexLayout {
   trigramIndexed: boolean;

@@ -301,19 +301,15 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
           where ${scope} ${when} and search_name % ${phrase} and ${unmatched}`;
   // With the layout known, only the branch it leaves (none for a person known to hold many): every
   // branch written out is planned, ruled out or not (0.4–0.7 ms of the 100k person's planning).
-  const fallback = query.type
-    ? sql``
-    : bounded
-      ? inScopeRows(fewNames)
-      : query.exhaustive
-        ? throughIndex(sql``)
-        : largeKnown
-          ? sql``
-          : layout
-            ? layout.trigramIndexed
-              ? throughIndex(sql`and ${small}`)
-              : inScopeRows(fewNames)
-            : sql`${inScopeRows(sql`not ${indexed} and ${fewNames}`)} ${throughIndex(sql`and ${indexed} and ${small}`)}`;
+  const fallbackBranches = (): SQL => {
+    if (query.type) return sql``;
+    if (bounded) return inScopeRows(fewNames);
+    if (query.exhaustive) return throughIndex(sql``);
+    if (largeKnown) return sql``;
+    if (layout) return layout.trigramIndexed ? throughIndex(sql`and ${small}`) : inScopeRows(fewNames);
+    return sql`${inScopeRows(sql`not ${indexed} and ${fewNames}`)} ${throughIndex(sql`and ${indexed} and ${small}`)}`;
+  };
+  const fallback = fallbackBranches();
   // Equally similar names share a rank: fifty names holding the same words are as similar to them,
   // and ordering them by id gave each a random share of the fused score (the newest of them could fall
   // behind older ones: recall-exact test 5).

@@ -104,12 +104,19 @@ describe("db:person-indexes", () => {
         query: words,
         limit: 20,
         embedding: Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Math.cos(i)),
-        scopeRows: 10,
       };
       const ids = async (layout?: IndexLayout) =>
         (await db.readAsUser<{ id: string }>(large.id, [recallSql(large.id, query, layout)])).map((r) => r.id);
       expect(await ids(known)).toEqual(await ids());
       expect(await ids(known)).toHaveLength(found);
+      // And nothing it rules out is written, so nothing of it is planned: no sketch ranking, no name compared.
+      const written = recallSql(large.id, query, known);
+      const text = (await db.withUser(large.id, (tx) => tx.execute(sqlTag`explain (verbose) ${written}`))) as unknown as Array<{
+        "QUERY PLAN": string;
+      }>;
+      const plan = text.map((row) => row["QUERY PLAN"]).join("\n");
+      expect(plan).not.toMatch(/<~>/);
+      expect(plan).not.toMatch(/search_name %/);
     }
 
     // A second run changes nothing.

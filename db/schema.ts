@@ -1,6 +1,6 @@
 // The database schema: exactly seven tables in `public` (user data, all under row-level security), the
-// sign-in tables in `auth`, and in `search` the words recall finds memories by where the setup leaves it
-// no other index (derived from `public`, kept by a trigger, under row-level security too). Policies,
+// sign-in tables in `auth`, and in `search` the names recall matches a question's words against
+// (derived from `public`, kept by a trigger, read by no role but the owner). Policies,
 // roles and triggers live in db/sql/ because drizzle-kit does not express them all; `npm run db:setup`
 // applies both in the spec's fixed order.
 import { sql } from "drizzle-orm";
@@ -13,7 +13,6 @@ import {
   jsonb,
   pgSchema,
   pgTable,
-  primaryKey,
   real,
   text,
   timestamp,
@@ -230,9 +229,6 @@ export const entities = pgTable(
     // user_id first (btree_gin): a name or word scan stays inside one person's rows instead of reading
     // everyone's matches and leaving the policy to drop them (a timing side channel; bench/recall.ts).
     index("entities_user_name_trgm").using("gin", t.userId, t.searchName.op("gin_trgm_ops")).with({ fastupdate: false }),
-    // Read by releases before migration 0025 (recall now matches words in search.entity_names); dropped
-    // once no deployed or rollback version reads it.
-    index("entities_user_search_gin").using("gin", t.userId, t.search).with({ fastupdate: false }),
     // Recall with since/until bounds "when": when it happened if the person said so, else when told.
     // Both also carry (INCLUDE, migration 0018) status, id, sketch and search_name: ranking a scope by sketch reads
     // the index alone; this one also the type (migration 0022: releases before 0025 found a window's names
@@ -358,29 +354,9 @@ export const facts = pgTable(
 );
 
 // ---------------------------------------------------------------------------------------------
-// search: derived from public, written only by its triggers (migration 0023).
+// search: derived from public, written only by its trigger (migration 0025).
 // ---------------------------------------------------------------------------------------------
 export const search = pgSchema("search");
-
-/**
- * Every whole word of an entity's name and type (the weight-A lexemes of entities.search), one row
- * each, kept by a trigger on entities (migration 0023). Releases before migration 0025 found a
- * question's words here where row-level security kept `@@` from the GIN index (a managed database's
- * owner-only setup); recall now matches them in search.entity_names. Kept, and written, until no
- * deployed or rollback version reads it; then dropped.
- */
-export const entityWords = search.table(
-  "entity_words",
-  {
-    /** The entity's person (its row goes with the entity's, which goes with theirs). */
-    userId: uuid("user_id").notNull(),
-    word: text("word").notNull(),
-    entityId: uuid("entity_id")
-      .notNull()
-      .references(() => entities.id, { onDelete: "cascade" }),
-  },
-  (t) => [primaryKey({ columns: [t.entityId, t.word] }), index("entity_words_user_word_idx").on(t.userId, t.word, t.entityId)],
-);
 
 /**
  * What recall's words are matched against (migration 0025): each entity's name as a text search
@@ -389,8 +365,8 @@ export const entityWords = search.table(
  * only through search.name_matches(tsquery), which returns the matches of the person in app.user_id.
  * Row-level security kept `@@` from entities' GIN index where it cannot be marked LEAKPROOF (a managed
  * database's owner-only setup): there a question's words were matched in the person's list of words
- * (search.entity_words), intersecting lists of thousands of rows. Here a GIN index does it, as the
- * owner, in both setups.
+ * (search.entity_words, migration 0023, dropped in 0026), intersecting lists of thousands of rows.
+ * Here a GIN index does it, as the owner, in both setups.
  */
 export const entityNames = search.table(
   "entity_names",

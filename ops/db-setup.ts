@@ -51,7 +51,7 @@ export async function setupDatabase(url: string, log: (line: string) => void = (
       // A migration may have rewritten a memory table (0017 did): its visibility map is then empty, so
       // recall's index-only scans (migration 0018) would read the table until autovacuum came by, and
       // its new columns have no statistics for the planner. VACUUM runs outside a transaction.
-      await sql`vacuum (analyze) entities, facts, search.entity_words, search.entity_names`;
+      await sql`vacuum (analyze) entities, facts, search.entity_names`;
       log("vacuumed and analyzed the memory tables");
     }
     for (const script of scripts.filter((f) => f !== EXTENSIONS_SCRIPT)) {

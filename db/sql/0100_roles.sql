@@ -29,15 +29,10 @@ grant select, insert, update, delete on
   public.oauth_connections, public.entities, public.edges, public.events, public.facts, public.sources
   to soma_app;
 
--- The words of the person's memories (migration 0023): releases before 0025 read them in recall;
--- only the trigger on entities (running as the owner) writes them. The revoke takes back what an
--- earlier setup of that release granted.
-grant usage on schema search to soma_app;
-grant select on search.entity_words to soma_app;
-revoke insert, update, delete on search.entity_words from soma_app;
 -- The names of the person's memories (migration 0025): recall matches a question's words through
 -- search.name_matches, which answers for the person in app.user_id only; the table itself is the
 -- owner's (its trigger on entities writes it), never granted.
+grant usage on schema search to soma_app;
 grant execute on function search.name_matches(tsquery) to soma_app;
 
 grant select, insert, update, delete on auth.users, auth.sessions, auth.login_tokens to soma_auth;

@@ -46,19 +46,6 @@ begin
   end loop;
 end $$;
 
--- The words of the person's memories (migration 0023), derived from entities: the person's own only.
--- The trigger on entities writes them as the owner, for the person whose memory it is (an UPDATE is a
--- DELETE and an INSERT there); the runtime role may only read them (db/sql/0100_roles.sql).
-alter table search.entity_words enable row level security;
-alter table search.entity_words force row level security;
-drop policy if exists entity_words_select on search.entity_words;
-drop policy if exists entity_words_insert on search.entity_words;
-drop policy if exists entity_words_delete on search.entity_words;
-create policy entity_words_select on search.entity_words for select using (user_id = (select auth.current_user_id()));
-create policy entity_words_insert on search.entity_words for insert
-  with check (user_id = (select auth.current_user_id()) and auth.owns_entity(entity_id));
-create policy entity_words_delete on search.entity_words for delete using (user_id = (select auth.current_user_id()));
-
 -- The names of the person's memories (migration 0025), derived from entities: enabled and not forced,
 -- with no policy, so that only their owner reads them — search.name_matches (SECURITY DEFINER), for
 -- the person in app.user_id — and every other role is refused even if a grant is ever made.

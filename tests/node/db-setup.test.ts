@@ -416,6 +416,5 @@ const STAND_IN_SCHEMA = `
   create table public.events (id uuid primary key default gen_random_uuid(), user_id uuid, kind text, idempotency_key text, source_id uuid);
   create table public.facts (id uuid primary key default gen_random_uuid(), user_id uuid, source_id uuid);
   create schema search;
-  create table search.entity_words (user_id uuid, word text, entity_id uuid);
   create table search.entity_names (entity_id uuid primary key, user_id uuid);
   create function search.name_matches(q tsquery) returns setof uuid language sql as 'select null::uuid';`;

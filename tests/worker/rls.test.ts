@@ -211,49 +211,19 @@ const insertBook = async (person: Person, name: string) => {
   return String(row?.id);
 };
 
-describe("the words of a person's memories (search.entity_words, migration 0023)", () => {
-  /** The words the owner sees for `entity`, sorted. */
-  const wordsOf = async (entity: string) =>
-    (await owner`select word from search.entity_words where entity_id = ${entity} order by word`).map((r) => String(r.word));
-
-  it("are written with the entity, changed with its name or type, and gone with it", async () => {
-    const person = await newPerson("words");
+describe("what recall no longer reads (migration 0026)", () => {
+  it("is gone: the words' table, its trigger and function, and entities' own word index", async () => {
+    const [gone] = await owner`
+      select to_regclass('search.entity_words') as words,
+             to_regprocedure('search.entity_words_sync()') as sync,
+             to_regclass('public.entities_user_search_gin') as index,
+             (select count(*)::int from pg_trigger where tgname = 'entities_words') as triggers`;
+    expect(gone).toEqual({ words: null, sync: null, index: null, triggers: 0 });
+    // A memory is still written, renamed and matched by its words.
+    const person = await newPerson("no-words");
     const id = await insertBook(person, "The Name of the Rose");
-    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
-    await as(person, sql`update entities set properties = '{"read": true}', status = 'archived' where id = ${id}`);
-    expect(await wordsOf(id)).toEqual(["book", "name", "of", "rose", "the"]);
-    await as(
-      person,
-      sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa', type = 'novel' where id = ${id}`,
-    );
-    expect(await wordsOf(id)).toEqual(["della", "il", "nome", "novel", "rosa"]);
-    await as(person, sql`delete from entities where id = ${id}`);
-    expect(await wordsOf(id)).toEqual([]);
-  });
-
-  it("are the person's own to read, and only the trigger writes them", async () => {
-    const alice = await seed(await newPerson("alice-words"));
-    const bob = await newPerson("bob-words");
-    const [book] = alice.entities;
-    expect(await wordsOf(book)).toEqual(["book", "dune"]);
-    expect(await as(alice.person, sql`select word from search.entity_words where entity_id = ${book} order by word`)).toEqual([
-      { word: "book" },
-      { word: "dune" },
-    ]);
-    expect(await as(bob, sql`select * from search.entity_words where entity_id = ${book}`)).toEqual([]);
-    // Neither Bob nor Alice writes them but through their memories.
-    for (const statement of [
-      sql`insert into search.entity_words (user_id, word, entity_id) values (${bob.id}, 'x', ${book})`,
-      sql`delete from search.entity_words where entity_id = ${book}`,
-      sql`update search.entity_words set word = 'x' where entity_id = ${book}`,
-    ]) {
-      for (const person of [bob, alice.person])
-        expect((await attempt(person, (tx) => tx.execute(statement))).error).toMatch(/permission denied/);
-    }
-    expect(await wordsOf(book)).toEqual(["book", "dune"]);
-    const [forced] =
-      await owner`select relrowsecurity as enabled, relforcerowsecurity as forced from pg_class where oid = 'search.entity_words'::regclass`;
-    expect(forced).toEqual({ enabled: true, forced: true });
+    await as(person, sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa' where id = ${id}`);
+    expect(await as(person, sql`select id from search.name_matches(to_tsquery('simple', 'nome & rosa'))`)).toEqual([{ id }]);
   });
 });
 
@@ -387,12 +357,11 @@ describe("the database's own guarantees", () => {
     expect(rights).toEqual({ read: true, remove: true, change: false });
   });
 
-  it("finding 7: the name and word indexes lead with user_id, so a scan never leaves the person's rows", async () => {
+  it("finding 7: the name indexes lead with user_id, so a scan never leaves the person's rows", async () => {
     const rows = await owner`select indexname, indexdef from pg_indexes
       where (schemaname, tablename) in (('public', 'entities'), ('search', 'entity_names'))`;
     const defs = Object.fromEntries(rows.map((r) => [String(r.indexname), String(r.indexdef)]));
     expect(defs.entities_user_name_trgm).toMatch(/USING gin \(user_id, search_name gin_trgm_ops\)/); // the accent-folded key (migration 0008)
-    expect(defs.entities_user_search_gin).toMatch(/USING gin \(user_id, search\)/);
     expect(defs.entity_names_user_search_gin).toMatch(/USING gin \(user_id, search\)/); // migration 0025
     expect(Object.values(defs).filter((def) => /USING gin/.test(def) && !/USING gin \(user_id,/.test(def))).toEqual([]);
   });

@@ -33,6 +33,27 @@ export const PERSON_GRAPH_OPTIONS = ["ef_construction=200"];
 const NEXT = "_next";
 const nextName = (name: string) => `${name}${NEXT}`;
 
+/**
+ * How many graphs make the run warn. Each graph is a partial index of `entities`, whose predicate the
+ * planner checks in every scan of `entities` of every statement, whoever it is for: measured on
+ * PostgreSQL 15 at a million memories, 0.4–1.4 ms more planning of each recall statement per hundred
+ * graphs, linear (README, issue 28's ninth round). Past this many, partitions of `entities` are due.
+ */
+export const GRAPHS_WARNING = 100;
+
+/** The run's warning when `graphs` person graphs slow everyone's planning, else null. */
+export function graphsWarning(graphs: number): string | null {
+  if (graphs <= GRAPHS_WARNING) return null;
+  return `${graphs} people have a vector graph of their own, and every recall statement's planning checks each one (0.4–1.4 ms per hundred graphs): partitioning entities by person is due (docs/runbook.md).`;
+}
+
+/** The number of person graphs on `entities` (one being rebuilt beside its old one not counted twice). */
+export async function personGraphCount(sql: postgres.Sql): Promise<number> {
+  const [row] = await sql<[{ n: number }]>`select count(*)::int as n from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where n.nspname = 'public' and c.relkind = 'i' and c.relname like ${`${PREFIX}%`} and c.relname not like ${`%${NEXT}`}`;
+  return row.n;
+}
+
 interface Existing {
   name: string;
   valid: boolean;
@@ -122,6 +143,8 @@ runMain(import.meta, async () => {
   try {
     const changes = await tunePersonIndexes(sql);
     for (const c of changes) console.log(`db:person-indexes: ${c.change} the index of ${c.userId} (${c.memories} memories)`);
+    const warning = graphsWarning(await personGraphCount(sql));
+    if (warning) console.warn(`db:person-indexes: ${warning}`);
     console.log(`db:person-indexes: done (${changes.length} changed)`);
   } finally {
     await sql.end({ timeout: 1 });

@@ -11,7 +11,7 @@ import { createPerson } from "../../db/repositories/auth";
 import { type IndexLayout, indexLayout, personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
-import { PERSON_GRAPH_OPTIONS, tunePersonIndexes } from "../../ops/person-indexes";
+import { GRAPHS_WARNING, graphsWarning, PERSON_GRAPH_OPTIONS, personGraphCount, tunePersonIndexes } from "../../ops/person-indexes";
 
 let setUp: SetUpDatabase;
 let owner: postgres.Sql;
@@ -135,9 +135,11 @@ describe("db:person-indexes", () => {
 
     // A swap interrupted once the old graph was dropped: the new one is renamed, not built again.
     await owner.unsafe(`alter index ${name} rename to ${name}_next`);
+    expect(await personGraphCount(owner)).toBe(1); // the one being swapped in is not counted yet
     expect((await tunePersonIndexes(owner, 100)).map((c) => [c.userId, c.change])).toEqual([[large.id, "created"]]);
     expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
     expect(await tunePersonIndexes(owner, 100)).toEqual([]);
+    expect(await personGraphCount(owner)).toBe(2);
 
     // Under half the threshold: dropped. An account deleted: its index dropped with it.
     await db.withUser(large.id, (tx) => tx.execute(sqlTag`delete from entities where user_id = ${large.id} and name not like 'note 1_'`));
@@ -147,4 +149,12 @@ describe("db:person-indexes", () => {
     expect(await personIndexes()).toEqual([]);
     expect(await indexesWalked(large.id)).toEqual(["entities_embedding_hnsw"]);
   }, 120_000);
+});
+
+describe("db:person-indexes' warning", () => {
+  it("says when the graphs slow everyone's planning, past GRAPHS_WARNING of them", () => {
+    expect(graphsWarning(0)).toBeNull();
+    expect(graphsWarning(GRAPHS_WARNING)).toBeNull();
+    expect(graphsWarning(GRAPHS_WARNING + 1)).toMatch(/^101 people have a vector graph of their own.*per hundred graphs.*partitioning/);
+  });
 });

@@ -6,6 +6,7 @@ import {
   CANDIDATES,
   isBounded,
   MAX_VECTOR_DISTANCE,
+  noRows,
   PROBE,
   PROBE_SKETCH,
   probeCte,
@@ -42,7 +43,7 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
   const when = sql.raw("coalesce(happened_at, told_at)");
   const window = sql`${query.since ? sql`and ${when} >= ${query.since.toISOString()}::timestamptz` : sql``}
     ${query.before ? sql`and ${when} < ${query.before.toISOString()}::timestamptz` : sql``}`;
-  const none = sql`select null::uuid as id, 0::bigint as rank where false`;
+  const none = noRows("null::uuid as id", "0::bigint as rank");
   // Every fact at its real distance for the reference (exhaustive), else for a person holding few.
   const exactUpTo = query.exhaustive ? Number.MAX_SAFE_INTEGER : SKETCH_CANDIDATES;
   // Ranked by the embeddings' signs (in the row) first and only the closest SKETCH_CANDIDATES read their
@@ -54,7 +55,7 @@ export function recallFactsSql(userId: string, query: RecallQuery) {
             (select id from live where (select count(*) from live) > ${exactUpTo}
              order by sketch <~> ${PROBE_SKETCH} limit ${SKETCH_CANDIDATES})
           ) c join facts f on f.id = c.id where f.embedding is not null`
-    : sql`select null::uuid as id, null::float8 as distance where false`;
+    : noRows("null::uuid as id", "null::float8 as distance");
   const fulltextHits = words.length
     ? sql`select id, row_number() over (order by ts_rank(search, q) desc, at desc, id) as rank
           from live, to_tsquery('simple', ${tsTerms.join(" | ")}) q

@@ -52,6 +52,9 @@ export const probeCte = (vector: string | null) =>
 export const PROBE = sql.raw("(select v from probe)");
 export const PROBE_SKETCH = sql.raw("(select b from probe)");
 
+/** A branch that yields no row, with the columns (`null::uuid as id`, …) of the ones it stands for. */
+export const noRows = (...columns: string[]) => sql.raw(`select ${columns.join(", ")} where false`);
+
 /** Whether the question is bounded in time. */
 export const isBounded = (query: Pick<RecallQuery, "since" | "before">) => query.since !== undefined || query.before !== undefined;
 

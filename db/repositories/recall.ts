@@ -13,6 +13,7 @@ import {
   CANDIDATES,
   isBounded,
   MAX_VECTOR_DISTANCE,
+  noRows,
   PROBE,
   PROBE_SKETCH,
   probeCte,
@@ -215,7 +216,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // The type and time filters are only present when given, for the same reason.
   const person = sql`user_id = ${userId} and status = 'active' ${query.type ? sql`and type = ${query.type}` : sql``}`;
   const scope = sql`${person} ${windowOn("recall_at", query)}`;
-  const none = sql`select null::uuid as id, null::text as search_name, 0::bigint as rank where false`;
+  const none = noRows("null::uuid as id", "null::text as search_name", "0::bigint as rank");
 
   // Whether the scope is small: its first scopeRows + 1 index entries counted, in an index that answers
   // alone, without the table (reading the rows took 10 ms at 100k): of the person's active memories by
@@ -233,7 +234,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
   // index with them as its filter instead of reading the whole window through the btree and computing
   // every row's distance (470 ms for a year at 100k).
   const hnswScope = sql`${person} ${windowOn("(recall_at + interval '0 s')", query)}`;
-  const noNeighbours = sql`select null::uuid as id, null::text as search_name, null::float8 as distance where false`;
+  const noNeighbours = noRows("null::uuid as id", "null::text as search_name", "null::float8 as distance");
   const smallScopeNearest = vector
     ? sql`select e.id, e.search_name, e.embedding <=> ${PROBE} as distance
           from (select id from (${scopeRows(sql`id, sketch`)}) s
@@ -329,7 +330,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
     : query.type
       ? sql`select id, row_number() over (order by updated_at desc, id) as rank
             from entities where ${scope} order by updated_at desc, id limit ${listSize}`
-      : sql`select null::uuid as id, 0::bigint as rank where false`;
+      : noRows("null::uuid as id", "0::bigint as rank");
 
   // A person with a graph of their own holds more than SCOPE_ROWS (ops/person-indexes.ts): their whole
   // scope is large without counting 10,001 index entries (2.6 ms of each of their questions). A graph
@@ -346,7 +347,7 @@ export function recallSql(userId: string, query: RecallQuery, layout?: IndexLayo
       select rows, rows <= ${scopeLimit} as small from (select ${rows} as rows offset 0) r
     ),
     -- A small scope's names, for a misspelled one (only read when one is compared).
-    scope_rows as materialized (${largeKnown ? sql`select null::uuid as id, null::text as search_name where false` : scopeRows(sql`id, search_name`)}),
+    scope_rows as materialized (${largeKnown ? noRows("null::uuid as id", "null::text as search_name") : scopeRows(sql`id, search_name`)}),
     -- Materialized: the planner cannot turn a small scope's ranking into an HNSW scan joined back to it.
     small_scope_nearest as materialized (${largeKnown ? noNeighbours : smallScopeNearest}),
     vector_hits as materialized (${vectorHits}),

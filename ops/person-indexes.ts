@@ -41,9 +41,9 @@ const nextName = (name: string) => `${name}${NEXT}`;
  */
 export const GRAPHS_WARNING = 100;
 
-/** The run's warning when `graphs` person graphs slow everyone's planning, else null. */
-export function graphsWarning(graphs: number): string | null {
-  if (graphs <= GRAPHS_WARNING) return null;
+/** The run's warning when more than `above` person graphs slow everyone's planning, else null. */
+export function graphsWarning(graphs: number, above = GRAPHS_WARNING): string | null {
+  if (graphs <= above) return null;
   return `${graphs} people have a vector graph of their own, and every recall statement's planning checks each one (0.4–1.4 ms per hundred graphs): partitioning entities by person is due (docs/runbook.md).`;
 }
 
@@ -136,16 +136,29 @@ export async function tunePersonIndexes(sql: postgres.Sql, from = SCOPE_ROWS): P
   return changes;
 }
 
+/**
+ * One run of `npm run db:person-indexes`: the graphs tuned (people past `from` memories), each change
+ * and, past `warnAbove` graphs, the warning told to `log`. Returns the changes.
+ */
+export async function runPersonIndexes(
+  sql: postgres.Sql,
+  log: (line: string) => void,
+  { from = SCOPE_ROWS, warnAbove = GRAPHS_WARNING } = {},
+): Promise<PersonIndexChange[]> {
+  const changes = await tunePersonIndexes(sql, from);
+  for (const c of changes) log(`db:person-indexes: ${c.change} the index of ${c.userId} (${c.memories} memories)`);
+  const warning = graphsWarning(await personGraphCount(sql), warnAbove);
+  if (warning) log(`db:person-indexes: warning: ${warning}`);
+  log(`db:person-indexes: done (${changes.length} changed)`);
+  return changes;
+}
+
 runMain(import.meta, async () => {
   const url = process.env.DATABASE_URL;
   if (!url) throw new UsageError("db:person-indexes needs DATABASE_URL (the database owner's, as db:setup).");
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   try {
-    const changes = await tunePersonIndexes(sql);
-    for (const c of changes) console.log(`db:person-indexes: ${c.change} the index of ${c.userId} (${c.memories} memories)`);
-    const warning = graphsWarning(await personGraphCount(sql));
-    if (warning) console.warn(`db:person-indexes: ${warning}`);
-    console.log(`db:person-indexes: done (${changes.length} changed)`);
+    await runPersonIndexes(sql, (line) => console.log(line));
   } finally {
     await sql.end({ timeout: 1 });
   }

@@ -11,7 +11,14 @@ import { createPerson } from "../../db/repositories/auth";
 import { type IndexLayout, indexLayout, personIndexName, type RecallQuery, recallSql } from "../../db/repositories/recall";
 import { EMBEDDING_DIMENSIONS } from "../../db/schema";
 import { type SetUpDatabase, setUpEmbeddedDatabase } from "./helpers";
-import { GRAPHS_WARNING, graphsWarning, PERSON_GRAPH_OPTIONS, personGraphCount, tunePersonIndexes } from "../../ops/person-indexes";
+import {
+  GRAPHS_WARNING,
+  graphsWarning,
+  PERSON_GRAPH_OPTIONS,
+  personGraphCount,
+  runPersonIndexes,
+  tunePersonIndexes,
+} from "../../ops/person-indexes";
 
 let setUp: SetUpDatabase;
 let owner: postgres.Sql;
@@ -140,6 +147,16 @@ describe("db:person-indexes", () => {
     expect(await personIndexes()).toEqual([personIndexName(large.id), personIndexName(leaving.id)].sort());
     expect(await tunePersonIndexes(owner, 100)).toEqual([]);
     expect(await personGraphCount(owner)).toBe(2);
+    // The run as the command makes it: quiet at two graphs, a warning past one.
+    const lines: string[] = [];
+    await runPersonIndexes(owner, (line) => lines.push(line), { from: 100 });
+    expect(lines).toEqual(["db:person-indexes: done (0 changed)"]);
+    lines.length = 0;
+    await runPersonIndexes(owner, (line) => lines.push(line), { from: 100, warnAbove: 1 });
+    expect(lines).toEqual([
+      expect.stringMatching(/^db:person-indexes: warning: 2 people have a vector graph of their own.*partitioning/),
+      "db:person-indexes: done (0 changed)",
+    ]);
 
     // Under half the threshold: dropped. An account deleted: its index dropped with it.
     await db.withUser(large.id, (tx) => tx.execute(sqlTag`delete from entities where user_id = ${large.id} and name not like 'note 1_'`));

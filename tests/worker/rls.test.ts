@@ -224,6 +224,7 @@ describe("what recall no longer reads (migration 0026)", () => {
     const id = await insertBook(person, "The Name of the Rose");
     await as(person, sql`update entities set name = 'Il nome della rosa', normalized_name = 'il nome della rosa' where id = ${id}`);
     expect(await as(person, sql`select id from search.name_matches(to_tsquery('simple', 'nome & rosa'))`)).toEqual([{ id }]);
+    expect(await as(person, sql`select id from search.name_matches(to_tsquery('simple', 'name & rose'))`)).toEqual([]);
   });
 });
 

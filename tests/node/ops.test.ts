@@ -111,7 +111,7 @@ describe("the commands as commands (exit codes, output)", () => {
   const tsx = (args: string[], env: Record<string, string> = {}) =>
     spawnSync("node_modules/.bin/tsx", args, { encoding: "utf8", env: { PATH: process.env.PATH, ...env } });
 
-  it("telegram:info prints getWebhookInfo without the token; smoke exits 2 without a base URL and 1 when a check fails", () => {
+  it("telegram:info prints getWebhookInfo without the token; smoke exits 2 without a base URL and 1 when a check fails (a wrong signing key)", () => {
     const info = tsx(["ops/telegram.ts", "info"], { TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN, TELEGRAM_API_ROOT: standIn });
     expect(info.status).toBe(0);
     expect(info.stdout).toContain(`"url": "${app.url}/api/messenger/webhook"`);
@@ -121,13 +121,24 @@ describe("the commands as commands (exit codes, output)", () => {
     expect(usage.status).toBe(2);
     expect(usage.stderr).toContain("usage: npm run smoke -- --base-url");
 
+    // A signing key other than the deployment's: the plain introspection passes, the signed one is refused.
     const failing = tsx(["ops/smoke.ts", "--base-url", app.url], {
       TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN,
       TELEGRAM_API_ROOT: standIn,
+      INNGEST_SIGNING_KEY: `signkey-test-${"0".repeat(64)}`,
     });
     expect(failing.status).toBe(1);
-    expect(failing.stdout).toMatch(/2 workflows\s+FAIL\s+INNGEST_SIGNING_KEY is not set/);
+    expect(failing.stdout).toMatch(/2 workflows\s+FAIL\s+signed with INNGEST_SIGNING_KEY: status 401/);
     expect(failing.stdout).toMatch(/1 health\s+ok/);
+
+    // Without a key here, smoke checks what the spec asks of a plain GET, and says it did not sign.
+    const unsigned = tsx(["ops/smoke.ts", "--base-url", app.url], {
+      TELEGRAM_BOT_TOKEN: secrets.TELEGRAM_BOT_TOKEN,
+      TELEGRAM_API_ROOT: standIn,
+    });
+    expect(unsigned.stdout).toMatch(
+      /2 workflows\s+ok\s+has_event_key true, has_signing_key true, mode cloud, function_count 8 \(not signed/,
+    );
   });
 });
 

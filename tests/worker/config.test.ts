@@ -39,9 +39,16 @@ describe("finding 9: configuration is validated when it is loaded", () => {
   it("9d: production requires INNGEST_SIGNING_KEY and ignores INNGEST_DEV", async () => {
     expect(await configError({ ...PRODUCTION, INNGEST_SIGNING_KEY: "" })).toContain("INNGEST_SIGNING_KEY is required in production");
 
-    // INNGEST_DEV in production: still cloud mode, so an unsigned introspection (or run) is refused.
+    // INNGEST_DEV in production: still cloud mode, so an unsigned introspection is the public one and
+    // an unsigned run is refused.
     const unsigned = await callWithEnv({ ...PRODUCTION, INNGEST_DEV: "1" }, "/api/workflows");
-    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({ mode: "cloud", authentication_succeeded: false });
+    const run = await callWithEnv({ ...PRODUCTION, INNGEST_DEV: "1" }, "/api/workflows?fnId=soma-fact-extract&stepId=step", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(run.status).toBe(401);
     const signed = await callWithEnv({ ...PRODUCTION, INNGEST_DEV: "1" }, "/api/workflows", {
       headers: { "X-Inngest-Signature": await inngestSignature("", env.INNGEST_SIGNING_KEY) },
     });

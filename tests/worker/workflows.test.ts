@@ -1,5 +1,5 @@
-// /api/workflows in cloud mode (keys set, no INNGEST_DEV), inside workerd: the introspection is
-// refused unsigned and answered signed; PUT syncs all eight functions with the engine (a stand-in).
+// /api/workflows in cloud mode (keys set, no INNGEST_DEV), inside workerd: the introspection answers
+// its public fields unsigned, everything signed, and refuses a wrong signature; PUT syncs all eight functions with the engine (a stand-in).
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { inngestSignature } from "../../agents/workflows/signature";
@@ -21,9 +21,18 @@ function sign(body: string): Promise<string> {
 }
 
 describe("GET /api/workflows", () => {
-  it("refuses an unsigned introspection in cloud mode", async () => {
+  it("answers an unsigned introspection in cloud mode with the spec's fields and nothing else", async () => {
+    // The spec's smoke check 2 is a plain GET; Inngest v4's SDK alone would answer it 401.
     const response = await call("/api/workflows");
-    expect(response.status).toBe(401);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({
+      authentication_succeeded: false,
+      function_count: 8,
+      has_event_key: true,
+      has_signing_key: true,
+      mode: "cloud",
+      schema_version: "2024-05-24",
+    });
   });
 
   it("refuses a wrongly signed one", async () => {
@@ -36,7 +45,15 @@ describe("GET /api/workflows", () => {
     const response = await call("/api/workflows", { headers: { "X-Inngest-Signature": await sign("") } });
     expect(response.status).toBe(200);
     const body = (await response.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ has_event_key: true, has_signing_key: true, mode: "cloud", function_count: 8 });
+    expect(body).toMatchObject({
+      authentication_succeeded: true,
+      has_event_key: true,
+      has_signing_key: true,
+      mode: "cloud",
+      function_count: 8,
+    });
+    // What only the signed introspection says (the unsigned one above has none of it).
+    expect(Object.keys(body)).toEqual(expect.arrayContaining(["app_id", "signing_key_hash", "serve_origin", "sdk_version"]));
   });
 });
 

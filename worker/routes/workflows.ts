@@ -1,5 +1,6 @@
 // GET | PUT | POST /api/workflows: Inngest's serve handler with the eight functions.
-//   GET   introspection: has_event_key, has_signing_key, mode, function_count (signed in cloud mode)
+//   GET   introspection: has_event_key, has_signing_key, mode, function_count; unsigned in cloud mode
+//         only those (publicIntrospection), signed the SDK's whole one
 //   PUT   sync: registers the functions with Inngest (npm run deploy's, unsigned; or Inngest's in-band one, signed)
 //   POST  a function run (signed by Inngest with INNGEST_SIGNING_KEY, or during a key rotation with
 //         INNGEST_SIGNING_KEY_FALLBACK, the old key, until the new one is promoted in Inngest)
@@ -58,12 +59,16 @@ const HEADER_REFUSALS: Record<HeaderRefusal, string> = {
 export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", async (c) => {
   const config = c.var.config;
   const signingKeys = signingKeysOf(config);
+  const workflowsOf = () => createWorkflows(workflowDepsFromEnv(c.env, c.var.db));
+  if (c.req.method === "GET" && signingKeys.length > 0 && !c.req.header("x-inngest-signature")) {
+    return c.json(publicIntrospection(config, workflowsOf().list.length));
+  }
   const signature = signatureHeaderOf(c, signingKeys);
   const body = c.req.method === "GET" ? "" : await readBody(c);
   if (signature && !(await signsBody(signature, body, signingKeys))) {
     throw new ApiError("unauthorized", "X-Inngest-Signature does not match the body.");
   }
-  const { inngest, list } = createWorkflows(workflowDepsFromEnv(c.env, c.var.db));
+  const { inngest, list } = workflowsOf();
   const handler = serve({
     client: inngest,
     functions: list,
@@ -80,6 +85,25 @@ export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", asyn
     throw error;
   }
 });
+
+/**
+ * What an unsigned GET learns in cloud mode: the spec's health fields (keys present, cloud mode, eight
+ * functions) and that it was not authenticated — the public introspection Inngest's SDK answered before
+ * v4 (v4 refuses it with 401, so a plain `curl` of the spec's smoke check 2 failed). Nothing it says
+ * is secret: no key hash, origin, app id or SDK version, which only a GET signed with the signing key
+ * gets (the SDK's own introspection, `authentication_succeeded: true`). A signature that is there but
+ * wrong is still refused (401).
+ */
+export function publicIntrospection(config: Config, functionCount: number) {
+  return {
+    authentication_succeeded: false,
+    function_count: functionCount,
+    has_event_key: Boolean(config.INNGEST_EVENT_KEY),
+    has_signing_key: Boolean(config.INNGEST_SIGNING_KEY),
+    mode: "cloud",
+    schema_version: "2024-05-24",
+  } as const;
+}
 
 /**
  * The keys a signature is checked with, as the SDK checks them: the signing key, then the fallback of a

@@ -1,4 +1,5 @@
 // `npm start`: Soma on this machine with no account and no network.
+//   0. PORT checked free (another `npm start` on it is said so at once), then the web app built
 //   1. Postgres: DATABASE_URL if set, else the embedded one (PGlite, data in .soma/pgdata)
 //   2. `npm run db:setup` against it (idempotent), which also sets up the Worker's login role; the
 //      Worker's local Hyperdrive connects as that role, never as the owner
@@ -6,9 +7,10 @@
 //      otherwise, a model already running on this machine (ops/local-model.ts) or else the offline one;
 //      values in the process environment override .env
 // Ctrl-C stops wrangler (its whole process group: workerd and esbuild too) and the embedded Postgres.
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { isAbsolute, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
@@ -36,8 +38,9 @@ export interface Running {
 }
 
 export async function start(environment: NodeJS.ProcessEnv = process.env, log = console.log): Promise<Running> {
-  const settings = { ...readEnvFile(`${root}.env`), ...definedValues(environment) };
-  const port = Number(settings.PORT ?? 8787);
+  const settings = settingsOf(environment);
+  const port = portOf(settings);
+  await assertPortFree(port);
   const stateDir = settings.SOMA_STATE_DIR ?? STATE_DIR;
   mkdirSync(stateDir, { recursive: true });
 
@@ -180,6 +183,31 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   return { url, databaseUrl, stop, exited };
 }
 
+/** .env under the environment's own values. */
+function settingsOf(environment: NodeJS.ProcessEnv): Record<string, string> {
+  return { ...readEnvFile(`${root}.env`), ...definedValues(environment) };
+}
+
+const portOf = (settings: Record<string, string>) => Number(settings.PORT ?? 8787);
+
+/**
+ * Refuses a port something already listens on (another `npm start`, most likely) before anything is
+ * started or built: otherwise the health wait was answered by that other server, the banner said Soma
+ * was running, and wrangler then failed to bind and pointed at its own `--port` flag.
+ */
+export async function assertPortFree(port: number): Promise<void> {
+  const server = createServer();
+  const free = await new Promise<boolean>((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => resolve(true));
+  });
+  if (free) {
+    await new Promise((resolve) => server.close(resolve));
+    return;
+  }
+  throw new Error(`port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} npm start`);
+}
+
 async function waitForHealth(url: string, exited: Promise<number>): Promise<void> {
   let done = false;
   void exited.then(() => (done = true));
@@ -263,8 +291,18 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
+/** `npm start`: the port checked, the web app built (`npm run build:web`), then Soma started. */
+async function main(): Promise<Running> {
+  if (process.argv.includes("--build-web")) {
+    await assertPortFree(portOf(settingsOf(process.env)));
+    const build = spawnSync("npm", ["run", "--silent", "build:web"], { cwd: root, stdio: "inherit" });
+    if (build.status !== 0) throw new Error(`the web app's build failed (npm run build:web, exit ${build.status})`);
+  }
+  return start();
+}
+
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  start().then(
+  main().then(
     (running) => {
       const shutdown = () => void running.stop().then(() => process.exit(0));
       process.once("SIGINT", shutdown);

@@ -1,11 +1,14 @@
 // Guards `npm start`: embedded or given Postgres, the setup, wrangler dev with the environment's values,
 // /api/health turning to 503 db:false when the database goes away, and a clean stop.
-import { mkdtempSync, existsSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, existsSync, statSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { afterAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { start, type Running } from "../../ops/start";
 import { freePort } from "./helpers";
+import { ROOT } from "./service-process";
 
 async function health(url: string) {
   const response = await fetch(`${url}/api/health`);
@@ -61,5 +64,33 @@ describe("npm start", () => {
     expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, db: true } });
     expect(existsSync(`${stateDir}/pgdata/PG_VERSION`)).toBe(true);
     await app.stop();
+  });
+
+  it("refuses a port another server answers on, at once: nothing built, no database started, no banner", async () => {
+    // Another Soma, as far as a health check can tell: before, its answer made the banner say Soma was
+    // running, the web build rewrote web/dist under it, and then wrangler failed to bind.
+    const other = createServer((_, response) => response.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}'));
+    const port = await freePort();
+    await new Promise<void>((resolve) => other.listen(port, "127.0.0.1", resolve));
+    const stateDir = mkdtempSync(`${tmpdir()}/soma-start-busy-`);
+    const built = statSync(`${ROOT}web/dist/index.html`).mtimeMs;
+    try {
+      const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts", "--build-web"], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: String(port), SOMA_STATE_DIR: stateDir },
+      });
+      let output = "";
+      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      expect(code).toBe(1);
+      expect(output.trim()).toBe(
+        `npm start failed: port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} npm start`,
+      );
+      expect(existsSync(`${stateDir}/pgdata`)).toBe(false);
+      expect(statSync(`${ROOT}web/dist/index.html`).mtimeMs).toBe(built);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
   });
 });

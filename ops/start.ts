@@ -52,7 +52,7 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   }
   // The Worker connects as its login role, as it does through Hyperdrive in production.
   const worker = {
-    role: settings.DATABASE_WORKER_ROLE || DEFAULT_WORKER_ROLE,
+    role: settings.DATABASE_WORKER_ROLE || (embedded ? DEFAULT_WORKER_ROLE : localWorkerRole(databaseUrl)),
     password:
       settings.DATABASE_WORKER_PASSWORD || keptSecret(stateDir, "database-worker-password", () => randomBytes(18).toString("base64url")),
   };
@@ -181,6 +181,18 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   if (workerValues.INNGEST_DEV) log(`  workflows ${await inngestDevServer(workerValues.INNGEST_DEV)}`);
   log("  stop      Ctrl-C");
   return { url, databaseUrl, stop, exited };
+}
+
+/**
+ * The Worker's login role on a server npm start was given (DATABASE_URL), unless DATABASE_WORKER_ROLE
+ * names one: a role of that database's own. A role belongs to the whole server, and npm start sets its
+ * password (the one kept in the state directory), so a shared `soma_worker` would have had its password
+ * changed under every other database on the server that logs in with it. The embedded Postgres is
+ * npm start's alone and keeps `soma_worker`.
+ */
+export function localWorkerRole(databaseUrl: string): string {
+  const database = decodeURIComponent(new URL(databaseUrl).pathname.slice(1)) || "postgres";
+  return `${DEFAULT_WORKER_ROLE}_${database.toLowerCase().replace(/[^a-z0-9_]/g, "_")}`.slice(0, 63);
 }
 
 /** .env under the environment's own values. */

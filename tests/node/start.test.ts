@@ -4,9 +4,10 @@ import { spawn } from "node:child_process";
 import { mkdtempSync, existsSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
+import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
-import { start, type Running } from "../../ops/start";
+import { localWorkerRole, start, type Running } from "../../ops/start";
 import { freePort } from "./helpers";
 import { ROOT } from "./service-process";
 
@@ -25,12 +26,23 @@ describe("npm start", () => {
     // On disk, so that it comes back with its roles (the Worker's login among them), as a restarted server does.
     const dataDir = mkdtempSync(`${tmpdir()}/soma-start-db-`);
     const database = await startEmbeddedPostgres({ dataDir });
+    // The server's soma_worker, as another database's setup left it: npm start leaves it be.
+    const owner = postgres(database.url, { max: 1, onnotice: () => {} });
+    const verifierOf = async (role: string) =>
+      (await owner<{ rolpassword: string | null }[]>`select rolpassword from pg_authid where rolname = ${role}`)[0]?.rolpassword;
+    await owner.unsafe("create role soma_worker login password 'another-database-s-password'");
+    const shared = await verifierOf("soma_worker");
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-`);
     const app = await start(
       { PORT: String(await freePort()), DATABASE_URL: database.url, SOMA_STATE_DIR: stateDir, TELEGRAM_BOT_USERNAME: "soma_test_bot" },
       () => {},
     );
     running.push(app);
+    const role = localWorkerRole(database.url);
+    expect(role).toMatch(/^soma_worker_[a-z0-9_]+$/);
+    expect(await verifierOf(role)).toMatch(/^SCRAM-SHA-256\$/);
+    expect(await verifierOf("soma_worker")).toBe(shared);
+    await owner.end();
 
     expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, service: "web", db: true } });
     const login = await fetch(`${app.url}/login`);

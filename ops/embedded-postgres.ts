@@ -7,7 +7,7 @@ import { uuid_ossp } from "@electric-sql/pglite/contrib/uuid_ossp";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { createHash, createHmac, pbkdf2Sync, randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import type { Server, Socket } from "node:net";
 
 export interface EmbeddedPostgres {
@@ -55,17 +55,31 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions = {
   authenticateClients(server, db);
   const address = server.getServerConn();
   const port = Number(address.split(":").pop());
+  // Where it listens, beside its data while it runs (`npm run db:query` connects with it and the password).
+  const portFile = options.dataDir ? `${options.dataDir}.port` : undefined;
+  if (portFile) writeFileSync(portFile, `${port}\n`);
   let stopping: Promise<void> | undefined;
   return {
-    url: `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`,
+    url: embeddedUrl(password, port),
     port,
     // Every caller waits for the one close (the data directory is only safe once PGlite has closed).
     stop: () =>
       (stopping ??= (async () => {
         await server.stop();
         await db.close();
+        if (portFile) rmSync(portFile, { force: true });
       })()),
   };
+}
+
+const embeddedUrl = (password: string, port: number) =>
+  `postgres://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+
+/** The URL of the embedded Postgres running on `dataDir` (npm start's, in another process), if one is. */
+export function runningEmbeddedUrl(dataDir: string): string | undefined {
+  if (!existsSync(`${dataDir}.port`) || !existsSync(`${dataDir}.password`)) return undefined;
+  const port = Number(readFileSync(`${dataDir}.port`, "utf8").trim());
+  return Number.isInteger(port) && port > 0 ? embeddedUrl(readFileSync(`${dataDir}.password`, "utf8").trim(), port) : undefined;
 }
 
 /**

@@ -1,0 +1,59 @@
+// Guards `npm run db:query`: a newcomer looks at what Soma stored (the spec's "an entities row with type
+// book exists") without a Postgres client, against the embedded Postgres `npm start` runs in another
+// process — read only, long values cut, and a clear word when nothing is running.
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import postgres from "postgres";
+import { describe, expect, it } from "vitest";
+import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
+import { ROOT } from "./service-process";
+
+function dbQuery(stateDir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/db-query.ts", ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SOMA_STATE_DIR: stateDir },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+describe("npm run db:query", () => {
+  it("prints a statement's rows from the running embedded Postgres, read only; says so when none runs", async () => {
+    const stateDir = mkdtempSync(`${tmpdir()}/soma-db-query-`);
+    const database = await startEmbeddedPostgres({ dataDir: `${stateDir}/pgdata` });
+    try {
+      const owner = postgres(database.url, { max: 1, onnotice: () => {} });
+      await owner.unsafe(`create table entities (type text, name text, embedding text);
+        insert into entities values ('book', 'Dune', repeat('0.125,', 1024)), ('place', 'Lisbon', null)`);
+      await owner.end();
+
+      const read = await dbQuery(stateDir, "select type, name, embedding from entities order by name");
+      expect(read.code).toBe(0);
+      expect(read.stdout.trimEnd().split("\n")).toEqual([
+        "type  | name   | embedding",
+        "------+--------+--------------------------------------------------------------------------",
+        "book  | Dune   | 0.125,0.125,0.125,0.125,0.125,0.125,0.125,0.125,0.125,0.125… (6144 chars)",
+        "place | Lisbon |",
+        "(2 rows)",
+      ]);
+
+      const write = await dbQuery(stateDir, "delete from entities");
+      expect(write.code).toBe(1);
+      expect(write.stderr).toContain("cannot execute DELETE in a read-only transaction");
+    } finally {
+      await database.stop();
+    }
+    expect(existsSync(`${stateDir}/pgdata.port`)).toBe(false);
+    const none = await dbQuery(stateDir, "select 1");
+    expect([none.code, none.stderr.trim()]).toEqual([
+      2,
+      "no database: Soma's embedded Postgres is not running (npm start), and DATABASE_URL is not set",
+    ]);
+    const usage = await dbQuery(stateDir);
+    expect([usage.code, usage.stderr.trim()]).toEqual([2, 'usage: npm run db:query -- "select type, name from entities"']);
+  });
+});

@@ -303,13 +303,15 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
-/** `npm start`: the port checked, the web app built (`npm run build:web`), then Soma started. */
+/** What `npm start` does before `start`: the port checked free, then the web app built (`npm run build:web`). */
+export async function buildForStart(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
+  await assertPortFree(portOf(settingsOf(environment)));
+  const build = spawnSync("npm", ["run", "--silent", "build:web"], { cwd: root, stdio: "inherit" });
+  if (build.status !== 0) throw new Error(`the web app's build failed (npm run build:web, exit ${build.status})`);
+}
+
 async function main(): Promise<Running> {
-  if (process.argv.includes("--build-web")) {
-    await assertPortFree(portOf(settingsOf(process.env)));
-    const build = spawnSync("npm", ["run", "--silent", "build:web"], { cwd: root, stdio: "inherit" });
-    if (build.status !== 0) throw new Error(`the web app's build failed (npm run build:web, exit ${build.status})`);
-  }
+  if (process.argv.includes("--build-web")) await buildForStart();
   return start();
 }
 

@@ -56,7 +56,8 @@ export async function localBotApi(show: (text: string) => void): Promise<LocalBo
     const method = new URL(req.url ?? "/", "http://local").pathname.split("/").pop() ?? "";
     let body = "";
     for await (const chunk of req) body += chunk;
-    const payload = (body ? JSON.parse(body) : {}) as Record<string, unknown>;
+    // JSON, except a file sent as multipart form data (an export): only its being a file is shown.
+    const payload = (req.headers["content-type"]?.includes("application/json") && body ? JSON.parse(body) : {}) as Record<string, unknown>;
     const message = () => ({ message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: LOCAL_CHAT, text: payload.text });
     switch (method) {
       case "setWebhook":

@@ -94,7 +94,7 @@ export const workflows = new Hono<AppEnv>().on(["GET", "PUT", "POST"], "/", asyn
  * gets (the SDK's own introspection, `authentication_succeeded: true`). A signature that is there but
  * wrong is still refused (401).
  */
-export function publicIntrospection(config: Config, functionCount: number) {
+function publicIntrospection(config: Config, functionCount: number) {
   return {
     authentication_succeeded: false,
     function_count: functionCount,

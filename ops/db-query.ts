@@ -2,7 +2,8 @@
 // rows as a table — to look at what Soma stored without installing a client.
 //   the database  DATABASE_URL (the environment, then .env), else the embedded Postgres that `npm start`
 //                 is running (its port and password kept beside its data in .soma, or SOMA_STATE_DIR)
-//   read only     in a READ ONLY transaction: this looks, it never changes memory (chat or the web app do)
+//   read only     one statement, in a READ ONLY transaction of a read-only session: this looks, it never
+//                 changes memory (chat or the web app do)
 // As the URL's role: the embedded one's superuser sees every person's rows; a server's owner-only role
 // sees none under the forced row-level security (app.user_id unset).
 import postgres from "postgres";
@@ -46,9 +47,12 @@ export async function dbQuery(statement: string, settings: Record<string, string
   const stateDir = settings.SOMA_STATE_DIR ?? `${root}.soma`;
   const url = settings.DATABASE_URL ?? runningEmbeddedUrl(`${stateDir}/pgdata`);
   if (!url) throw new UsageError(`no database: Soma's embedded Postgres is not running (npm start), and DATABASE_URL is not set`);
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  // Read only twice over: the session's default and the transaction. And one statement, sent with the
+  // extended protocol, which refuses several (a `commit;` first would otherwise end the read-only
+  // transaction, and what follows it would write).
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, connection: { default_transaction_read_only: "on" } });
   try {
-    const result = await sql.begin("read only", (tx) => tx.unsafe(statement));
+    const result = await sql.begin("read only", (tx) => tx.unsafe(statement, [], { simple: false }));
     const columns = result.columns?.map((c) => c.name) ?? [];
     return columns.length ? rowsTable(columns, result as unknown as Array<Record<string, unknown>>) : `${result.command ?? "done"}`;
   } catch (error) {

@@ -9,9 +9,9 @@
 // Ctrl-C stops wrangler (its whole process group: workerd and esbuild too) and the embedded Postgres.
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { isAbsolute, relative } from "node:path";
+import { isAbsolute, relative, resolve as absolutePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
@@ -22,6 +22,8 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgre
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const STATE_DIR = `${root}.soma`;
+/** The file in a state directory that says which process runs Soma over it. */
+const STATE_LOCK = "running.pid";
 
 /** Settings that differ from production when running locally; any of them can be overridden. */
 const LOCAL_DEFAULTS = {
@@ -37,17 +39,27 @@ export interface Running {
   exited: Promise<number>;
 }
 
-export async function start(environment: NodeJS.ProcessEnv = process.env, log = console.log): Promise<Running> {
+/**
+ * Soma on this machine. `command` is how the person started it (`npm start`, `npm run telegram:local`),
+ * for what a refusal tells them to run instead.
+ */
+export async function start(environment: NodeJS.ProcessEnv = process.env, log = console.log, command = "npm start"): Promise<Running> {
   const settings = settingsOf(environment);
   const port = portOf(settings);
-  await assertPortFree(port);
-  const stateDir = settings.SOMA_STATE_DIR ?? STATE_DIR;
+  await assertPortFree(port, command);
+  const stateDir = stateDirOf(settings);
   mkdirSync(stateDir, { recursive: true });
+  const release = lockState(stateDir, command);
 
   let embedded: EmbeddedPostgres | undefined;
   let databaseUrl = settings.DATABASE_URL;
   if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres({ dataDir: `${stateDir}/pgdata`, port: Number(settings.SOMA_DB_PORT ?? 0) });
+    embedded = await startEmbeddedPostgres({ dataDir: `${stateDir}/pgdata`, port: Number(settings.SOMA_DB_PORT ?? 0) }).catch(
+      (error: unknown) => {
+        release();
+        throw error;
+      },
+    );
     databaseUrl = embedded.url;
   }
   // The Worker connects as its login role, as it does through Hyperdrive in production.
@@ -63,6 +75,7 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
   } catch (error) {
     for (const line of setupLines) log(`db:setup  ${line}`);
     await embedded?.stop();
+    release();
     throw error;
   }
   const hyperdriveUrl = workerDatabaseUrl(databaseUrl, worker);
@@ -154,8 +167,12 @@ export async function start(environment: NodeJS.ProcessEnv = process.env, log = 
     (stopping ??= (async () => {
       await stopGroup(wrangler, exited);
       await embedded?.stop();
+      release();
     })());
-  void exited.then(() => embedded?.stop());
+  void exited.then(async () => {
+    await embedded?.stop();
+    release();
+  });
 
   try {
     await waitForHealth(url, exited);
@@ -207,7 +224,7 @@ const portOf = (settings: Record<string, string>) => Number(settings.PORT ?? 878
  * started or built: otherwise the health wait was answered by that other server, the banner said Soma
  * was running, and wrangler then failed to bind and pointed at its own `--port` flag.
  */
-export async function assertPortFree(port: number): Promise<void> {
+export async function assertPortFree(port: number, command = "npm start"): Promise<void> {
   const server = createServer();
   const free = await new Promise<boolean>((resolve) => {
     server.once("error", () => resolve(false));
@@ -217,7 +234,57 @@ export async function assertPortFree(port: number): Promise<void> {
     await new Promise((resolve) => server.close(resolve));
     return;
   }
-  throw new Error(`port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} npm start`);
+  throw new Error(`port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} ${command}`);
+}
+
+const stateDirOf = (settings: Record<string, string>) => settings.SOMA_STATE_DIR ?? STATE_DIR;
+
+/** The state directories this process holds (a pid of its own in a lock it does not hold is a stale one's, reused). */
+const held = new Set<string>();
+
+/** The pid in a state directory's lock, while its process lives (and holds it). */
+function stateHolder(stateDir: string): number | undefined {
+  const file = `${stateDir}/${STATE_LOCK}`;
+  if (!existsSync(file)) return undefined;
+  const pid = Number(readFileSync(file, "utf8").trim());
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  if (pid === process.pid) return held.has(absolutePath(stateDir)) ? pid : undefined;
+  try {
+    process.kill(pid, 0);
+    return pid;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM" ? pid : undefined;
+  }
+}
+
+const stateInUse = (stateDir: string, pid: number, command: string) =>
+  new Error(
+    `another npm start is running over ${shortPath(stateDir)} (process ${pid}). Stop it, or give this one a state of its own: SOMA_STATE_DIR=… ${command}`,
+  );
+
+/**
+ * One Soma per state directory: a second one on the same .soma (another port, or started the same
+ * instant) opened the same embedded Postgres files, rewrote the first's Worker settings under it and
+ * took its database's port file with it when it stopped. The lock is a file made exclusively, holding
+ * the pid; one left by a process that is gone (kill -9, a power cut) is taken over. Returns its release.
+ */
+function lockState(stateDir: string, command: string): () => void {
+  const file = `${stateDir}/${STATE_LOCK}`;
+  for (;;) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: "wx" });
+      held.add(absolutePath(stateDir));
+      return () => {
+        if (!held.delete(absolutePath(stateDir))) return;
+        if (existsSync(file) && readFileSync(file, "utf8").trim() === String(process.pid)) rmSync(file, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const holder = stateHolder(stateDir);
+      if (holder !== undefined) throw stateInUse(stateDir, holder, command);
+      rmSync(file, { force: true });
+    }
+  }
 }
 
 async function waitForHealth(url: string, exited: Promise<number>): Promise<void> {
@@ -303,9 +370,12 @@ function redact(url: string): string {
   return url.replace(/\/\/([^:/@]+):[^@]*@/, "//$1:***@");
 }
 
-/** What `npm start` does before `start`: the port checked free, then the web app built (`npm run build:web`). */
-export async function buildForStart(environment: NodeJS.ProcessEnv = process.env): Promise<void> {
-  await assertPortFree(portOf(settingsOf(environment)));
+/** What `npm start` does before `start`: the port and the state checked free, then the web app built (`npm run build:web`). */
+export async function buildForStart(environment: NodeJS.ProcessEnv = process.env, command = "npm start"): Promise<void> {
+  const settings = settingsOf(environment);
+  await assertPortFree(portOf(settings), command);
+  const holder = stateHolder(stateDirOf(settings));
+  if (holder !== undefined) throw stateInUse(stateDirOf(settings), holder, command);
   const build = spawnSync("npm", ["run", "--silent", "build:web"], { cwd: root, stdio: "inherit" });
   if (build.status !== 0) throw new Error(`the web app's build failed (npm run build:web, exit ${build.status})`);
 }

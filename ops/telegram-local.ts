@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { buildForStart, start } from "./start";
 import { registerWebhook } from "./telegram";
 
+const COMMAND = "npm run telegram:local";
 /** The token the local Bot API answers to; no real bot has it (Telegram's tokens are id:secret). */
 const LOCAL_TOKEN = "0:local";
 /** You, as Telegram would name you: one private chat, the same on every run (so Soma remembers you). */
@@ -58,6 +59,8 @@ export async function localBotApi(show: (text: string) => void): Promise<LocalBo
     for await (const chunk of req) body += chunk;
     // JSON, except a file sent as multipart form data (an export): only its being a file is shown.
     const payload = (req.headers["content-type"]?.includes("application/json") && body ? JSON.parse(body) : {}) as Record<string, unknown>;
+    // Telegram HTML read as text; a message without parse_mode is its text as it is ("/forget <words>").
+    const shown = (text: unknown) => (payload.parse_mode === "HTML" ? plainText(String(text ?? "")) : String(text ?? ""));
     const message = () => ({ message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: LOCAL_CHAT, text: payload.text });
     switch (method) {
       case "setWebhook":
@@ -68,13 +71,13 @@ export async function localBotApi(show: (text: string) => void): Promise<LocalBo
       case "getMe":
         return reply(res, { id: 1, is_bot: true, first_name: "Soma", username: "soma_local_bot", can_join_groups: false });
       case "sendMessage":
-        show(`${plainText(String(payload.text ?? ""))}${buttonsOf(payload.reply_markup)}`);
+        show(`${shown(payload.text)}${buttonsOf(payload.reply_markup)}`);
         return reply(res, message());
       case "editMessageText":
-        show(`(edited) ${plainText(String(payload.text ?? ""))}`);
+        show(`(edited) ${shown(payload.text)}`);
         return reply(res, message());
       case "sendDocument":
-        show(`(a file${typeof payload.caption === "string" ? `: ${plainText(payload.caption)}` : ""})`);
+        show(`(a file${typeof payload.caption === "string" ? `: ${shown(payload.caption)}` : ""})`);
         return reply(res, { ...message(), text: undefined });
       default:
         // Typing…, drafts as they stream, commands, the menu button: nothing to show.
@@ -112,7 +115,7 @@ export async function localBotApi(show: (text: string) => void): Promise<LocalBo
 
 async function main(): Promise<void> {
   // `--no-build`: the web app as it was last built (npm run build:web), as the tests run it.
-  if (!process.argv.includes("--no-build")) await buildForStart();
+  if (!process.argv.includes("--no-build")) await buildForStart(process.env, COMMAND);
   // Made once Soma answers: lines typed (or piped) meanwhile wait in stdin until then.
   let rl: ReturnType<typeof createInterface> | undefined;
   const show = (text: string) => {
@@ -121,13 +124,17 @@ async function main(): Promise<void> {
   };
   const api = await localBotApi(show);
   const secret = randomBytes(24).toString("base64url");
-  const running = await start({
-    ...process.env,
-    TELEGRAM_API_ROOT: api.url,
-    TELEGRAM_BOT_TOKEN: LOCAL_TOKEN,
-    TELEGRAM_WEBHOOK_SECRET: secret,
-    TELEGRAM_BOT_USERNAME: "soma_local_bot",
-  });
+  const running = await start(
+    {
+      ...process.env,
+      TELEGRAM_API_ROOT: api.url,
+      TELEGRAM_BOT_TOKEN: LOCAL_TOKEN,
+      TELEGRAM_WEBHOOK_SECRET: secret,
+      TELEGRAM_BOT_USERNAME: "soma_local_bot",
+    },
+    console.log,
+    COMMAND,
+  );
   await registerWebhook(
     { APP_BASE_URL: running.url, TELEGRAM_BOT_TOKEN: LOCAL_TOKEN, TELEGRAM_WEBHOOK_SECRET: secret, TELEGRAM_API_ROOT: api.url },
     () => {},

@@ -44,6 +44,16 @@ describe("npm run db:query", () => {
       const write = await dbQuery(stateDir, "delete from entities");
       expect(write.code).toBe(1);
       expect(write.stderr).toContain("cannot execute DELETE in a read-only transaction");
+      // Ending the read-only transaction first does not open a way to write: one statement only.
+      const around = await dbQuery(stateDir, "commit; create table written (x int)");
+      expect(around.code).toBe(1);
+      expect(around.stderr).toContain("cannot insert multiple commands into a prepared statement");
+      const alone = await dbQuery(stateDir, "commit");
+      expect(alone.code).toBe(0);
+      const check = postgres(database.url, { max: 1, onnotice: () => {} });
+      expect(await check`select to_regclass('written') as t`).toEqual([{ t: null }]);
+      expect((await check`select count(*)::int as n from entities`)[0]!.n).toBe(2);
+      await check.end();
     } finally {
       await database.stop();
     }

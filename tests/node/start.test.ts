@@ -1,7 +1,7 @@
 // Guards `npm start`: embedded or given Postgres, the setup, wrangler dev with the environment's values,
 // /api/health turning to 503 db:false when the database goes away, and a clean stop.
-import { spawn } from "node:child_process";
-import { mkdtempSync, existsSync, statSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import postgres from "postgres";
@@ -69,13 +69,29 @@ describe("npm start", () => {
     await expect(fetch(`${app.url}/api/health`)).rejects.toThrow();
   });
 
-  it("starts the embedded Postgres when no DATABASE_URL is set, keeping its data in the state directory", async () => {
+  it("starts the embedded Postgres when no DATABASE_URL is set, keeping its data in the state directory; one Soma per state", async () => {
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-`);
+    // Left by a process that is gone (kill -9): taken over.
+    writeFileSync(`${stateDir}/running.pid`, `${deadPid()}\n`);
     const app = await start({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir }, () => {});
     running.push(app);
     expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, db: true } });
     expect(existsSync(`${stateDir}/pgdata/PG_VERSION`)).toBe(true);
+    expect(readFileSync(`${stateDir}/running.pid`, "utf8").trim()).toBe(String(process.pid));
+
+    // A second one over the same state, on another port: refused before it builds or opens anything,
+    // whether as the command or as start() itself; the first keeps its database and its port file.
+    const refusal = `another npm start is running over ${stateDir} (process ${process.pid}). Stop it, or give this one a state of its own: SOMA_STATE_DIR=… npm start`;
+    const built = statSync(`${ROOT}web/dist/index.html`).mtimeMs;
+    const second = await startCommand({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir });
+    expect([second.code, second.output.trim()]).toEqual([1, `npm start failed: ${refusal}`]);
+    expect(statSync(`${ROOT}web/dist/index.html`).mtimeMs).toBe(built);
+    await expect(start({ PORT: String(await freePort()), SOMA_STATE_DIR: stateDir }, () => {})).rejects.toThrow(refusal);
+    expect(existsSync(`${stateDir}/pgdata.port`)).toBe(true);
+    expect(await health(app.url)).toMatchObject({ status: 200, body: { ok: true, db: true } });
+
     await app.stop();
+    expect(existsSync(`${stateDir}/running.pid`)).toBe(false);
   });
 
   it("refuses a port another server answers on, at once: nothing built, no database started, no banner", async () => {
@@ -87,14 +103,7 @@ describe("npm start", () => {
     const stateDir = mkdtempSync(`${tmpdir()}/soma-start-busy-`);
     const built = statSync(`${ROOT}web/dist/index.html`).mtimeMs;
     try {
-      const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts", "--build-web"], {
-        cwd: ROOT,
-        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", PORT: String(port), SOMA_STATE_DIR: stateDir },
-      });
-      let output = "";
-      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-      const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+      const { code, output } = await startCommand({ PORT: String(port), SOMA_STATE_DIR: stateDir });
       expect(code).toBe(1);
       expect(output.trim()).toBe(
         `npm start failed: port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} npm start`,
@@ -106,3 +115,22 @@ describe("npm start", () => {
     }
   });
 });
+
+/** `npm start` as the command runs it (`tsx ops/start.ts --build-web`), with only `env` and a shell's PATH and HOME. */
+async function startCommand(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts", "--build-web"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, output };
+}
+
+/** The pid of a process that has exited. */
+function deadPid(): number {
+  const child = spawnSync("true");
+  return child.pid!;
+}

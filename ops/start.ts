@@ -251,9 +251,23 @@ function stateHolder(stateDir: string): number | undefined {
   if (pid === process.pid) return held.has(absolutePath(stateDir)) ? pid : undefined;
   try {
     process.kill(pid, 0);
-    return pid;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM" ? pid : undefined;
+  }
+  return zombie(pid) ? undefined : pid;
+}
+
+/**
+ * Killed but not yet reaped: a process whose parent died with it (kill -9 of the whole tree) is left
+ * to pid 1, which in a container may never reap it, and it still answers kill(pid, 0). Linux says so
+ * in /proc/<pid>/stat (state Z); elsewhere there is no /proc and a process that answers is alive.
+ */
+function zombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2));
+  } catch {
+    return false;
   }
 }
 

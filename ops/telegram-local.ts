@@ -37,6 +37,15 @@ export function plainText(html: string): string {
     .replace(/&amp;/g, "&");
 }
 
+/** A request's JSON body, or nothing when it is not JSON. */
+function parsed(body: string): unknown {
+  try {
+    return body ? JSON.parse(body) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The buttons under a message, as `[text]`. */
 function buttonsOf(markup: unknown): string {
   const rows = (markup as { inline_keyboard?: Array<Array<{ text?: string }>> } | undefined)?.inline_keyboard ?? [];
@@ -58,7 +67,7 @@ export async function localBotApi(show: (text: string) => void): Promise<LocalBo
     let body = "";
     for await (const chunk of req) body += chunk;
     // JSON, except a file sent as multipart form data (an export): only its being a file is shown.
-    const payload = (req.headers["content-type"]?.includes("application/json") && body ? JSON.parse(body) : {}) as Record<string, unknown>;
+    const payload = (req.headers["content-type"]?.includes("application/json") ? parsed(body) : {}) as Record<string, unknown>;
     // Telegram HTML read as text; a message without parse_mode is its text as it is ("/forget <words>").
     const shown = (text: unknown) => (payload.parse_mode === "HTML" ? plainText(String(text ?? "")) : String(text ?? ""));
     const message = () => ({ message_id: ++messageId, date: Math.floor(Date.now() / 1000), chat: LOCAL_CHAT, text: payload.text });
@@ -135,10 +144,15 @@ async function main(): Promise<void> {
     console.log,
     COMMAND,
   );
+  // Soma runs in its own process group: stopped here if what follows fails, never left behind.
   await registerWebhook(
     { APP_BASE_URL: running.url, TELEGRAM_BOT_TOKEN: LOCAL_TOKEN, TELEGRAM_WEBHOOK_SECRET: secret, TELEGRAM_API_ROOT: api.url },
     () => {},
-  );
+  ).catch(async (error: unknown) => {
+    await running.stop();
+    await api.close();
+    throw error;
+  });
   console.log("\nTelegram, played here: type a message (try /start, then “I just finished reading Dune”). Ctrl-C stops.");
   rl = createInterface({ input: process.stdin, output: process.stdout, prompt: "you  › " });
   let stopping: Promise<void> | undefined;

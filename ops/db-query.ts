@@ -43,6 +43,9 @@ export function rowsTable(columns: string[], rows: Array<Record<string, unknown>
   ].join("\n");
 }
 
+/** The extended protocol for a statement without parameters: postgres.js honours `simple` (its `unsafe`) but does not declare it. */
+const EXTENDED = { simple: false } as postgres.UnsafeQueryOptions;
+
 export async function dbQuery(statement: string, settings: Record<string, string>): Promise<string> {
   const stateDir = settings.SOMA_STATE_DIR ?? `${root}.soma`;
   const url = settings.DATABASE_URL ?? runningEmbeddedUrl(`${stateDir}/pgdata`);
@@ -50,9 +53,9 @@ export async function dbQuery(statement: string, settings: Record<string, string
   // Read only twice over: the session's default and the transaction. And one statement, sent with the
   // extended protocol, which refuses several (a `commit;` first would otherwise end the read-only
   // transaction, and what follows it would write).
-  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, connection: { default_transaction_read_only: "on" } });
+  const sql = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, connection: { default_transaction_read_only: true } });
   try {
-    const result = await sql.begin("read only", (tx) => tx.unsafe(statement, [], { simple: false }));
+    const result = await sql.begin("read only", (tx) => tx.unsafe(statement, [], EXTENDED));
     const columns = result.columns?.map((c) => c.name) ?? [];
     return columns.length ? rowsTable(columns, result as unknown as Array<Record<string, unknown>>) : `${result.command ?? "done"}`;
   } catch (error) {

@@ -8,6 +8,9 @@ export const root = fileURLToPath(new URL("..", import.meta.url));
 
 export type Settings = Record<string, string>;
 
+/** Where `npm start` keeps its state (the embedded database, its secrets): SOMA_STATE_DIR, else .soma. */
+export const stateDirOf = (settings: Settings) => settings.SOMA_STATE_DIR ?? `${root}.soma`;
+
 /**
  * .env, then `envFile`, then the environment (later wins); empty values count as unset. Without
  * `projectEnv` the project's .env is left out (checks of a production set).

@@ -8,7 +8,7 @@
 // sees none under the forced row-level security (app.user_id unset).
 import postgres from "postgres";
 import { runningEmbeddedUrl } from "./embedded-postgres";
-import { loadSettings, root, runMain, UsageError } from "./cli";
+import { loadSettings, runMain, stateDirOf, UsageError } from "./cli";
 
 /** A value as one cell: long ones (an embedding's 1,024 numbers) cut, with how long they were. */
 const CELL_CHARS = 60;
@@ -47,8 +47,7 @@ export function rowsTable(columns: string[], rows: Array<Record<string, unknown>
 const EXTENDED = { simple: false } as postgres.UnsafeQueryOptions;
 
 export async function dbQuery(statement: string, settings: Record<string, string>): Promise<string> {
-  const stateDir = settings.SOMA_STATE_DIR ?? `${root}.soma`;
-  const url = settings.DATABASE_URL ?? runningEmbeddedUrl(`${stateDir}/pgdata`);
+  const url = settings.DATABASE_URL ?? runningEmbeddedUrl(`${stateDirOf(settings)}/pgdata`);
   if (!url) throw new UsageError(`no database: Soma's embedded Postgres is not running (npm start), and DATABASE_URL is not set`);
   // Read only twice over: the session's default and the transaction. And one statement, sent with the
   // extended protocol, which refuses several (a `commit;` first would otherwise end the read-only

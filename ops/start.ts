@@ -14,6 +14,7 @@ import { createServer } from "node:net";
 import { isAbsolute, relative, resolve as absolutePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CONFIG_KEYS } from "../platform/config";
+import { stateDirOf } from "./cli";
 import { DEFAULT_WORKER_ROLE, setupDatabase, workerDatabaseUrl } from "./db-setup";
 import { formatEnvFile, readEnvFile } from "./dotenv";
 import { localVapidKeys } from "./push-keys";
@@ -21,7 +22,6 @@ import { findLocalModel, LOCAL_MODEL_SERVERS } from "./local-model";
 import { startEmbeddedPostgres, type EmbeddedPostgres } from "./embedded-postgres";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const STATE_DIR = `${root}.soma`;
 /** The file in a state directory that says which process runs Soma over it. */
 const STATE_LOCK = "running.pid";
 
@@ -236,8 +236,6 @@ export async function assertPortFree(port: number, command = "npm start"): Promi
   }
   throw new Error(`port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} ${command}`);
 }
-
-const stateDirOf = (settings: Record<string, string>) => settings.SOMA_STATE_DIR ?? STATE_DIR;
 
 /** The state directories this process holds (a pid of its own in a lock it does not hold is a stale one's, reused). */
 const held = new Set<string>();

@@ -16,9 +16,9 @@ const COMMAND = "npm run telegram:local";
 /** The token the local Bot API answers to; no real bot has it (Telegram's tokens are id:secret). */
 const LOCAL_TOKEN = "0:local";
 /** You, as Telegram would name you: one private chat, the same on every run (so Soma remembers you). */
-export const LOCAL_CHAT = { id: 700_000_001, type: "private", first_name: "You" } as const;
+const LOCAL_CHAT = { id: 700_000_001, type: "private", first_name: "You" } as const;
 
-export interface LocalBotApi {
+interface LocalBotApi {
   url: string;
   /** Sends `text` as your message to the webhook Soma registered; its HTTP status. */
   say(text: string): Promise<number>;
@@ -54,7 +54,7 @@ function buttonsOf(markup: unknown): string {
 }
 
 /** The Bot API on 127.0.0.1: what Soma sends is shown with `show`; updates go to the webhook it set. */
-export async function localBotApi(show: (text: string) => void): Promise<LocalBotApi> {
+async function localBotApi(show: (text: string) => void): Promise<LocalBotApi> {
   let webhook: { url: string; secret: string } | undefined;
   let messageId = 0;
   // Increasing across runs, as Telegram's are: Soma answers each update_id once.

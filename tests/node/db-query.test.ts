@@ -1,25 +1,14 @@
 // Guards `npm run db:query`: a newcomer looks at what Soma stored (the spec's "an entities row with type
 // book exists") without a Postgres client, against the embedded Postgres `npm start` runs in another
 // process — read only, long values cut, and a clear word when nothing is running.
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
-import { ROOT } from "./service-process";
+import { runCommand } from "./service-process";
 
-function dbQuery(stateDir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/db-query.ts", ...args], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SOMA_STATE_DIR: stateDir },
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
-}
+const dbQuery = (stateDir: string, ...args: string[]) => runCommand(["ops/db-query.ts", ...args], { SOMA_STATE_DIR: stateDir });
 
 describe("npm run db:query", () => {
   it("prints a statement's rows from the running embedded Postgres, read only; says so when none runs", async () => {

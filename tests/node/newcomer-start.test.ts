@@ -3,13 +3,13 @@
 // which model and how to change it) and no stack trace or warning a newcomer cannot act on; the web
 // build prints nothing either; the README's "Try it" curl lines work against it as written; and every row
 // of the offline model's phrasings (docs/offline-model.md) is answered as the table says.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { stripVTControlCharacters } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "./helpers";
-import { ROOT } from "./service-process";
+import { ROOT, runCommand } from "./service-process";
 import { waitFor } from "./wait";
 
 const plain = (text: string) => stripVTControlCharacters(text);
@@ -119,11 +119,7 @@ describe("a newcomer's npm start", () => {
     // And the README's look at what it stored, from another process, as written.
     const query = readFileSync(`${ROOT}README.md`, "utf8").match(/^npm run db:query -- "([^"]+)"$/m)?.[1];
     expect(query).toBe("select type, name from entities");
-    const looked = spawnSync(`${ROOT}node_modules/.bin/tsx`, ["ops/db-query.ts", query!], {
-      cwd: ROOT,
-      encoding: "utf8",
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", SOMA_STATE_DIR: soma.stateDir },
-    });
+    const looked = await runCommand(["ops/db-query.ts", query!], { SOMA_STATE_DIR: soma.stateDir });
     expect(looked.stdout).toMatch(/^book +\| Dune$/m);
 
     // While it ran, nothing else was printed either (a sign-in, a turn, its events finding no Inngest dev

@@ -54,6 +54,26 @@ const launched = new Set<Service>();
 const allLogs: string[] = [];
 
 /** Starts `tsx ops/start.ts` as its own process group and waits until /api/health answers (200 or 503). */
+/**
+ * One of the project's commands (`tsx ops/<script>.ts …`) as a newcomer's shell runs it: the project's
+ * directory, only PATH and HOME of this process's environment, plus `env`; resolves when it exits.
+ * Asynchronous, so that servers of this process (an embedded Postgres, a port held) go on answering it.
+ */
+export function runCommand(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(`${ROOT}node_modules/.bin/tsx`, args, {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
 export async function launch(options: LaunchOptions): Promise<Service> {
   const { stateDir, port, standIn } = options;
   mkdirSync(stateDir, { recursive: true });

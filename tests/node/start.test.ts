@@ -1,6 +1,6 @@
 // Guards `npm start`: embedded or given Postgres, the setup, wrangler dev with the environment's values,
 // /api/health turning to 503 db:false when the database goes away, and a clean stop.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { startEmbeddedPostgres } from "../../ops/embedded-postgres";
 import { localWorkerRole, start, type Running } from "../../ops/start";
 import { freePort } from "./helpers";
-import { ROOT } from "./service-process";
+import { ROOT, runCommand } from "./service-process";
 
 async function health(url: string) {
   const response = await fetch(`${url}/api/health`);
@@ -116,17 +116,10 @@ describe("npm start", () => {
   });
 });
 
-/** `npm start` as the command runs it (`tsx ops/start.ts --build-web`), with only `env` and a shell's PATH and HOME. */
+/** `npm start` as the command runs it (`tsx ops/start.ts --build-web`); its output, both streams. */
 async function startCommand(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(`${ROOT}node_modules/.bin/tsx`, ["ops/start.ts", "--build-web"], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-  });
-  let output = "";
-  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  return { code, output };
+  const { code, stdout, stderr } = await runCommand(["ops/start.ts", "--build-web"], env);
+  return { code, output: stdout + stderr };
 }
 
 /** The pid of a process that has exited. */

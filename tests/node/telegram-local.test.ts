@@ -2,12 +2,13 @@
 // lines typed go to Soma's real webhook as a private chat's messages, and the bot's replies come back
 // as text; the memory it wrote is there on the next run over the same state.
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, statSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { describe, expect, it } from "vitest";
 import { plainText } from "../../ops/telegram-local";
 import { freePort } from "./helpers";
-import { ROOT } from "./service-process";
+import { ROOT, runCommand } from "./service-process";
 import { waitFor } from "./wait";
 
 /** `npm run telegram:local` (the web app already built), typed into line by line. */
@@ -64,6 +65,26 @@ describe("npm run telegram:local", () => {
       expect(await second.exited).toBe(0);
     } finally {
       second.kill();
+    }
+  });
+
+  it("as a newcomer runs it (the web app built first): a busy port refused before the build, naming this command", async () => {
+    const busy = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => busy.listen(port, "127.0.0.1", resolve));
+    const built = statSync(`${ROOT}web/dist/index.html`).mtimeMs;
+    try {
+      const refused = await runCommand(["ops/telegram-local.ts"], {
+        PORT: String(port),
+        SOMA_STATE_DIR: mkdtempSync(`${tmpdir()}/soma-telegram-local-`),
+      });
+      expect([refused.code, refused.stderr.trim()]).toEqual([
+        1,
+        `telegram:local failed: port ${port} is in use (another npm start?). Stop it, or start on another port: PORT=${port + 1} npm run telegram:local`,
+      ]);
+      expect(statSync(`${ROOT}web/dist/index.html`).mtimeMs).toBe(built);
+    } finally {
+      await new Promise((resolve) => busy.close(resolve));
     }
   });
 
